@@ -1,0 +1,33 @@
+# Compiler launcher, warnings, sanitizers and the shared LibTorch precompiled header.
+
+if(SPARSEVIT_USE_CCACHE)
+  find_program(CCACHE_PROGRAM ccache)
+  if(CCACHE_PROGRAM)
+    # Precompiled headers need these sloppiness settings to get cache hits.
+    set(CMAKE_CXX_COMPILER_LAUNCHER
+        ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+        ${CCACHE_PROGRAM})
+  endif()
+endif()
+
+add_library(sparsevit_warnings INTERFACE)
+target_compile_options(sparsevit_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+
+if(SPARSEVIT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# Every target that includes LibTorch reuses one precompiled header, built once
+# by this object library (LibTorch headers cost ~20 s per translation unit).
+function(sparsevit_use_torch_pch target)
+  if(NOT SPARSEVIT_USE_PCH)
+    return()
+  endif()
+  if(NOT TARGET sparsevit_torch_pch)
+    add_library(sparsevit_torch_pch OBJECT ${PROJECT_SOURCE_DIR}/src/util/torch_pch.cpp)
+    target_link_libraries(sparsevit_torch_pch PUBLIC ${TORCH_LIBRARIES})
+    target_precompile_headers(sparsevit_torch_pch PRIVATE ${PROJECT_SOURCE_DIR}/src/util/torch_pch.h)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM sparsevit_torch_pch)
+endfunction()
