@@ -1,0 +1,169 @@
+#include "analysis/attention_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "patterns/mask_registry.h"
+#include "patterns/pattern_stats.h"
+#include "patterns/topk_mask.h"
+
+namespace sparsevit::analysis {
+namespace {
+
+LayerReport report_layer(const patterns::Pattern& p) {
+  LayerReport layer;
+  for (int32_t h = 0; h < p.num_heads(); ++h) {
+    HeadReport head;
+    head.edges = p.edges(h);
+    head.patch_edges = patterns::patch_edges(p, h);
+    if (const auto& d = p.diagonals(h)) head.offsets = d->offsets;
+    head.window = p.window(h);
+    layer.heads.push_back(std::move(head));
+  }
+  layer.pruning_ratio = patterns::pruning_ratio(p);
+  layer.density = patterns::density(p);
+  double overlap = 0;
+  int pairs = 0;
+  for (int32_t a = 0; a < p.num_heads(); ++a)
+    for (int32_t b = a + 1; b < p.num_heads(); ++b, ++pairs) overlap += patterns::head_jaccard(p, a, b);
+  layer.mean_head_overlap = pairs ? overlap / pairs : 1.0;
+  layer.union_coverage = patterns::union_coverage(p);
+  return layer;
+}
+
+// Every query attends every key: the dense layer.
+LayerReport dense_layer(const AttentionShape& s) {
+  LayerReport layer;
+  const int64_t n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
+  for (int32_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * n, patches * patches, std::nullopt, std::nullopt});
+  return layer;
+}
+
+// Top-k keeps k keys per query but scores every pair to choose them.
+LayerReport topk_layer(const AttentionShape& s, int64_t k) {
+  LayerReport layer;
+  const int64_t n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
+  for (int32_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * k, patches * std::min(k, patches), std::nullopt, std::nullopt});
+  layer.density = static_cast<double>(k) / n;
+  layer.pruning_ratio = patches > 0 ? 1.0 - static_cast<double>(std::min(k, patches)) / patches : 0.0;
+  layer.mean_head_overlap = layer.union_coverage = std::nan("");
+  return layer;
+}
+
+}  // namespace
+
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape) {
+  return attention_report(spec, shape,
+                          config::build_layer_patterns(spec, shape.num_tokens, shape.num_heads, shape.num_layers,
+                                                       shape.num_prefix_tokens));
+}
+
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape,
+                                 const std::vector<std::optional<patterns::Pattern>>& layers) {
+  AttentionReport r;
+  r.shape = shape;
+  r.backend = spec.backend;
+  r.mask = spec.mask;
+  r.kernel = spec.kernel;
+  r.dynamic = spec.has_dynamic_mask();
+  const double d = shape.head_dim;
+  const double n = shape.num_tokens, patches = shape.num_tokens - shape.num_prefix_tokens;
+  double pruning = 0, density = 0, gflops = 0, gflops_patch = 0;
+  for (int32_t l = 0; l < shape.num_layers; ++l) {
+    LayerReport layer;
+    if (l < static_cast<int32_t>(layers.size()) && layers[l]) {
+      layer = report_layer(*layers[l]);
+      gflops += patterns::attention_gflops(*layers[l], shape.head_dim);
+      gflops_patch += patterns::attention_gflops_patch(*layers[l], shape.head_dim);
+      for (const auto& w : layers[l]->warnings())
+        if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
+    } else if (r.dynamic) {
+      const patterns::MaskContext ctx{shape.num_tokens, shape.num_heads, l, shape.num_layers, shape.num_prefix_tokens};
+      r.keys_per_query = patterns::topk_keys_per_query(ctx, spec.mask_kwargs);
+      layer = topk_layer(shape, r.keys_per_query);
+      const double k = r.keys_per_query;
+      // Q.K^T over every pair (to select), P.V over the k kept: d multiply-adds each.
+      gflops += shape.num_heads * (d * n * n + d * n * k) / 1e9;
+      gflops_patch += shape.num_heads * (d * patches * patches + d * patches * std::min(k, patches)) / 1e9;
+    } else {
+      layer = dense_layer(shape);
+      gflops += shape.num_heads * patterns::attention_gflops_for_pairs(n * n, shape.head_dim);
+      gflops_patch += shape.num_heads * patterns::attention_gflops_for_pairs(patches * patches, shape.head_dim);
+    }
+    pruning += layer.pruning_ratio;
+    density += layer.density;
+    r.layers.push_back(std::move(layer));
+  }
+  r.pruning_ratio = pruning / shape.num_layers;
+  r.density = density / shape.num_layers;
+  r.attention_gflops = gflops;
+  r.attention_gflops_patch = gflops_patch;
+  return r;
+}
+
+nlohmann::json report_to_json(const AttentionReport& r) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& layer : r.layers) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (const auto& h : layer.heads) {
+      heads.push_back({{"edges", h.edges},
+                       {"patch_edges", h.patch_edges},
+                       {"offsets", h.offsets ? nlohmann::json(*h.offsets) : nlohmann::json(nullptr)},
+                       {"window", h.window ? nlohmann::json(*h.window) : nlohmann::json(nullptr)}});
+    }
+    auto finite_or_null = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+    layers.push_back({{"heads", heads},
+                      {"pruning_ratio", layer.pruning_ratio},
+                      {"density", layer.density},
+                      {"mean_head_overlap", finite_or_null(layer.mean_head_overlap)},
+                      {"union_coverage", finite_or_null(layer.union_coverage)}});
+  }
+  nlohmann::json out = {
+      {"backend", r.backend},
+      {"mask", r.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.mask)},
+      {"tokens", r.shape.num_tokens},
+      {"heads", r.shape.num_heads},
+      {"layers", r.shape.num_layers},
+      {"head_dim", r.shape.head_dim},
+      {"pruning_ratio", r.pruning_ratio},
+      {"density", r.density},
+      {"attention_gflops", r.attention_gflops},
+      {"attention_gflops_patch", r.attention_gflops_patch},
+      {"layers_detail", layers},
+  };
+  if (r.dynamic) out["keys_per_query"] = r.keys_per_query;
+  return out;
+}
+
+std::string format_report_table(const AttentionReport& r) {
+  std::string out;
+  const auto& s = r.shape;
+  out += fmt::format("attention: backend={} mask={}{}  tokens={} heads={} layers={} head_dim={}\n", r.backend,
+                     r.mask.empty() ? "none (dense)" : r.mask, r.dynamic ? " (dynamic)" : "", s.num_tokens,
+                     s.num_heads, s.num_layers, s.head_dim);
+  const double patch_pairs = static_cast<double>(s.num_tokens - s.num_prefix_tokens) * (s.num_tokens - s.num_prefix_tokens);
+  for (std::size_t l = 0; l < r.layers.size(); ++l) {
+    const auto& layer = r.layers[l];
+    out += fmt::format("\nlayer {:>2}  pruning {:.4f}  density {:.4f}  head overlap {:.3f}  coverage {:.3f}\n", l,
+                       layer.pruning_ratio, layer.density, layer.mean_head_overlap, layer.union_coverage);
+    out += fmt::format("  {:>4}  {:>6}  {:>9}  {:>8}  {}\n", "head", "window", "edges", "pruning", "offsets");
+    for (std::size_t h = 0; h < layer.heads.size(); ++h) {
+      const auto& head = layer.heads[h];
+      const std::string window = head.window ? std::to_string(*head.window) : "-";
+      const std::string offsets = head.offsets ? fmt::format("{}", fmt::join(*head.offsets, " ")) : "-";
+      const double pruning = patch_pairs > 0 ? 1.0 - head.patch_edges / patch_pairs : 0.0;
+      out += fmt::format("  {:>4}  {:>6}  {:>9}  {:>8.4f}  {}\n", h, window, head.edges, pruning, offsets);
+    }
+  }
+  out += fmt::format(
+      "\ntotal: pruning ratio {:.4f} ({:.2f}% of patch pairs skipped)  density {:.4f}\n"
+      "attention GFLOPs (d_head={}): {:.6f} all pairs, {:.6f} patch pairs only\n",
+      r.pruning_ratio, 100 * r.pruning_ratio, r.density, s.head_dim, r.attention_gflops, r.attention_gflops_patch);
+  return out;
+}
+
+}  // namespace sparsevit::analysis

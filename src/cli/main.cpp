@@ -1,0 +1,50 @@
+// sparsevit: command-line entry point. Exit codes: 0 ok, 2 usage/config error, 1 runtime error.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/errors.h"
+
+namespace sparsevit::cli {
+
+std::string option_names(const std::string& name) {
+  std::string dashed = name, underscored = name;
+  for (char& c : dashed) c = c == '_' ? '-' : c;
+  for (char& c : underscored) c = c == '-' ? '_' : c;
+  return dashed == underscored ? "--" + dashed : "--" + dashed + ",--" + underscored;
+}
+
+}  // namespace sparsevit::cli
+
+int main(int argc, char** argv) {
+  // Logs go to stderr so that stdout carries only results (tables, JSON).
+  spdlog::set_default_logger(spdlog::stderr_logger_st("sparsevit"));
+  spdlog::set_pattern("%^%l%$: %v");
+
+  CLI::App app{"sparsevit: sparse multi-head self-attention for vision transformers"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "sparsevit 0.1.0");
+  sparsevit::cli::register_masks_command(app);
+  sparsevit::cli::register_flops_command(app);
+#ifdef SPARSEVIT_HAVE_OPS
+  sparsevit::cli::register_bench_command(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "sparsevit: error: %s (run with --help for usage)\n", e.what());
+    return 2;
+  } catch (const sparsevit::UsageError& e) {
+    std::fprintf(stderr, "sparsevit: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparsevit: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

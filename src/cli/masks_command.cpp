@@ -1,0 +1,90 @@
+// `sparsevit masks`: the per-layer / per-head patterns of an attention config, as a table,
+// JSON, or a PNG grid of one layer's head masks.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "analysis/attention_report.h"
+#include "analysis/mask_png.h"
+#include "cli/commands.h"
+#include "config/attention_spec.h"
+#include "patterns/mask_registry.h"
+#include "util/errors.h"
+
+namespace sparsevit::cli {
+namespace {
+
+struct MasksOptions {
+  std::string attn_cfg;
+  std::vector<std::string> overrides;
+  analysis::AttentionShape shape;
+  bool no_class_token = false;
+  bool json = false;
+  bool list = false;
+  std::string png;
+  int32_t png_layer = 0;
+};
+
+void print_mask_list() {
+  for (const auto& g : patterns::mask_generators()) {
+    fmt::print("{}{}: {}\n", g.name, g.dynamic ? " (dynamic)" : "", g.summary);
+    for (const auto& k : g.kwargs)
+      fmt::print("    {:<20} {:<14} {}\n", k.name, k.default_value.empty() ? "-" : k.default_value, k.doc);
+  }
+}
+
+void run_masks(const MasksOptions& o) {
+  if (o.list) return print_mask_list();
+  config::AttentionSpec spec = o.attn_cfg.empty() ? config::default_attention_spec()
+                                                  : config::load_attention_spec(o.attn_cfg);
+  config::apply_mask_kwarg_overrides(spec, o.overrides);
+  analysis::AttentionShape shape = o.shape;
+  shape.num_prefix_tokens = o.no_class_token ? 0 : 1;
+  const auto layers = config::build_layer_patterns(spec, shape.num_tokens, shape.num_heads, shape.num_layers,
+                                                   shape.num_prefix_tokens);
+  const analysis::AttentionReport report = analysis::attention_report(spec, shape, layers);
+  for (const auto& w : report.warnings) spdlog::warn("{}", w);
+  if (!o.png.empty()) {
+    if (o.png_layer < 0 || o.png_layer >= shape.num_layers)
+      throw UsageError(fmt::format("--png-layer {} out of range [0, {})", o.png_layer, shape.num_layers));
+    if (!layers[o.png_layer]) throw UsageError("--png needs a static mask; this config's attention is " +
+                                               std::string(report.dynamic ? "dynamic" : "dense"));
+    analysis::write_mask_png(*layers[o.png_layer], o.png);
+  }
+  if (o.json) {
+    std::cout << analysis::report_to_json(report).dump() << std::endl;
+  } else {
+    std::cout << analysis::format_report_table(report);
+    if (!o.png.empty()) std::cout << "wrote " << o.png << " (layer " << o.png_layer << ")\n";
+  }
+}
+
+}  // namespace
+
+void register_masks_command(CLI::App& app) {
+  auto options = std::make_shared<MasksOptions>();
+  CLI::App* cmd = app.add_subcommand("masks", "Show the attention pattern of every layer and head of a config");
+  cmd->add_option(option_names("attn-cfg"), options->attn_cfg,
+                  "attention config YAML (default: the built-in Fibottention config)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option(option_names("tokens"), options->shape.num_tokens, "tokens N, class token included")
+      ->default_val(197)->check(CLI::Range(1, 1 << 20));
+  cmd->add_option(option_names("heads"), options->shape.num_heads, "heads per layer")
+      ->default_val(12)->check(CLI::Range(1, 4096));
+  cmd->add_option(option_names("layers"), options->shape.num_layers, "layers")
+      ->default_val(12)->check(CLI::Range(1, 4096));
+  cmd->add_option(option_names("head-dim"), options->shape.head_dim, "head dimension for the GFLOPs")
+      ->default_val(64)->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag(option_names("no-class-token"), options->no_class_token, "token 0 is a patch, not a class token");
+  cmd->add_option("--set", options->overrides, "override a mask kwarg: NAME=VALUE (repeatable)");
+  cmd->add_flag(option_names("json"), options->json, "print one JSON object instead of the table");
+  cmd->add_option(option_names("png"), options->png, "write a PNG grid of one layer's head masks");
+  cmd->add_option(option_names("png-layer"), options->png_layer, "layer shown by --png")->default_val(0);
+  cmd->add_flag(option_names("list"), options->list, "list every mask and its kwargs");
+  cmd->callback([options] { run_masks(*options); });
+}
+
+}  // namespace sparsevit::cli

@@ -1,0 +1,163 @@
+#include "config/attention_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "patterns/mask_registry.h"
+#include "util/did_you_mean.h"
+#include "util/errors.h"
+
+namespace sparsevit::config {
+namespace {
+
+std::string where(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source;
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& message) {
+  throw UsageError(where(source, node.Mark()) + ": " + message);
+}
+
+std::string scalar_of(const std::string& source, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) fail(source, node, "'" + key + "' must be a single value");
+  return node.Scalar();
+}
+
+void check_keys(const std::string& source, const YAML::Node& map, const std::string& section,
+                const std::vector<std::string>& allowed) {
+  for (const auto& item : map) {
+    if (!item.first.IsScalar()) fail(source, item.first, "keys of '" + section + "' must be names");
+    const std::string key = item.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+      fail(source, item.first, unknown_name_message("key in '" + section + "'", key, allowed));
+  }
+}
+
+AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::string& source);
+
+}  // namespace
+
+bool AttentionSpec::has_dynamic_mask() const { return has_mask() && patterns::find_mask(mask).dynamic; }
+
+std::vector<std::string> backend_names() { return {"vit", "dense"}; }
+std::vector<std::string> kernel_names() { return {"auto", "sparse", "masked", "dense"}; }
+
+AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source) {
+  try {
+    return parse_attention_yaml(yaml_text, source);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(where(source, e.mark) + ": invalid YAML: " + e.msg);
+  }
+}
+
+namespace {
+
+AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::string& source) {
+  const YAML::Node root = YAML::Load(yaml_text);
+  if (!root.IsMap()) fail(source, root, "expected a mapping with an 'attention' section");
+  check_keys(source, root, "top level", {"attention"});
+  if (!root["attention"]) fail(source, root, "missing the 'attention' section");
+  const YAML::Node attention = root["attention"];
+  if (!attention.IsMap()) fail(source, attention, "'attention' must be a mapping (backend, mask, mask_kwargs)");
+  check_keys(source, attention, "attention", {"backend", "mask", "mask_kwargs", "kernel"});
+
+  AttentionSpec spec;
+  spec.source = source;
+  if (const YAML::Node n = attention["backend"]) {
+    spec.backend = scalar_of(source, n, "backend");
+    const auto names = backend_names();
+    if (std::find(names.begin(), names.end(), spec.backend) == names.end())
+      fail(source, n, unknown_name_message("backend", spec.backend, names));
+  }
+  if (const YAML::Node n = attention["kernel"]) {
+    spec.kernel = scalar_of(source, n, "kernel");
+    const auto names = kernel_names();
+    if (std::find(names.begin(), names.end(), spec.kernel) == names.end())
+      fail(source, n, unknown_name_message("kernel", spec.kernel, names));
+  }
+  if (const YAML::Node n = attention["mask"]; n && !n.IsNull()) {
+    spec.mask = scalar_of(source, n, "mask");
+    if (spec.mask == "none" || spec.mask == "dense") spec.mask.clear();
+    if (spec.has_mask()) {
+      try {
+        patterns::find_mask(spec.mask);
+      } catch (const UsageError& e) {
+        fail(source, n, e.what());
+      }
+    }
+  }
+  if (const YAML::Node kwargs = attention["mask_kwargs"]; kwargs && !kwargs.IsNull()) {
+    if (!kwargs.IsMap()) fail(source, kwargs, "'mask_kwargs' must be a mapping of name: value");
+    if (!spec.has_mask()) fail(source, kwargs, "'mask_kwargs' given without a 'mask'");
+    for (const auto& item : kwargs) {
+      if (!item.first.IsScalar()) fail(source, item.first, "mask_kwargs keys must be names");
+      const std::string name = item.first.Scalar();
+      const std::string at = where(source, item.first.Mark());
+      const YAML::Node& value = item.second;
+      if (value.IsScalar()) {
+        spec.mask_kwargs.set_scalar(name, value.Scalar(), at);
+      } else if (value.IsSequence()) {
+        std::vector<std::string> items;
+        for (const auto& element : value) {
+          if (!element.IsScalar()) fail(source, element, "mask_kwargs." + name + ": list items must be values");
+          items.push_back(element.Scalar());
+        }
+        spec.mask_kwargs.set_list(name, std::move(items), at);
+      } else {
+        fail(source, value, "mask_kwargs." + name + ": expected a value or a list of values");
+      }
+    }
+    patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);
+  }
+  if (spec.backend == "dense" && spec.has_mask())
+    fail(source, attention["mask"], "backend 'dense' takes no mask; use backend 'vit' with a mask");
+  return spec;
+}
+
+}  // namespace
+
+AttentionSpec load_attention_spec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read attention config '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_attention_spec(text.str(), path);
+}
+
+const std::string& default_attention_yaml() {
+  static const std::string yaml =
+      "attention:\n"
+      "  backend: vit\n"
+      "  mask: fibo\n"
+      "  mask_kwargs:\n"
+      "    w_min: 5\n"
+      "    w_max: 65\n"
+      "    schedule: wythoff\n";
+  return yaml;
+}
+
+AttentionSpec default_attention_spec() { return parse_attention_spec(default_attention_yaml(), "<built-in default>"); }
+
+void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::string>& assignments) {
+  if (assignments.empty()) return;
+  if (!spec.has_mask()) throw UsageError("--set overrides mask kwargs, but " + spec.source + " has no mask");
+  for (const auto& a : assignments) spec.mask_kwargs.set_from_assignment(a);
+  patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);
+}
+
+std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec, int32_t num_tokens,
+                                                                   int32_t num_heads, int32_t num_layers,
+                                                                   int32_t num_prefix_tokens) {
+  std::vector<std::optional<patterns::Pattern>> layers(num_layers);
+  if (!spec.has_mask() || spec.has_dynamic_mask() || spec.kernel == "dense") return layers;
+  auto built = patterns::build_layer_masks(spec.mask, num_tokens, num_heads, num_layers, num_prefix_tokens,
+                                           spec.mask_kwargs);
+  for (int32_t l = 0; l < num_layers; ++l) layers[l] = std::move(built[l]);
+  return layers;
+}
+
+}  // namespace sparsevit::config

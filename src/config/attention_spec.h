@@ -1,0 +1,49 @@
+// AttentionSpec: the typed form of an attention config (configs/attention/*.yaml):
+//
+//   attention:
+//     backend: vit
+//     mask: fibo
+//     mask_kwargs: {w_min: 5, w_max: 65, schedule: wythoff}
+//
+// Unknown keys, backends, masks and kwargs are UsageErrors naming the key and file:line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "patterns/mask_kwargs.h"
+#include "patterns/pattern.h"
+
+namespace sparsevit::config {
+
+struct AttentionSpec {
+  std::string backend = "vit";
+  std::string mask;  // "" when attention is dense
+  patterns::MaskKwargs mask_kwargs;
+  std::string kernel = "auto";  // auto | sparse | masked | dense
+  std::string source = "<built-in>";
+
+  bool has_mask() const { return !mask.empty(); }
+  bool has_dynamic_mask() const;  // e.g. topk: chosen from the scores at run time
+};
+
+std::vector<std::string> backend_names();
+std::vector<std::string> kernel_names();
+
+AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source_name);
+AttentionSpec load_attention_spec(const std::string& path);
+// The embedded default: Fibottention with w_min 5, w_max 65 on the Wythoff schedule.
+const std::string& default_attention_yaml();
+AttentionSpec default_attention_spec();
+
+// Applies NAME=VALUE overrides (e.g. from `--set w_max=33`) to the mask kwargs, validated.
+void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::string>& assignments);
+
+// The static pattern of every layer (nullopt for dense layers and dynamic masks).
+std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec, int32_t num_tokens,
+                                                                   int32_t num_heads, int32_t num_layers,
+                                                                   int32_t num_prefix_tokens);
+
+}  // namespace sparsevit::config

@@ -1,0 +1,32 @@
+// Shapes of the registered ViT models by timm name: what the attention reports need.
+// (The models issue turns this table into the real model registry.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sparsevit::models {
+
+struct ModelShape {
+  std::string name;
+  int32_t image_size = 224;
+  int32_t patch_size = 16;
+  int32_t in_chans = 3;
+  int32_t embed_dim = 768;
+  int32_t depth = 12;
+  int32_t num_heads = 12;
+  int32_t num_prefix_tokens = 1;  // the class token
+
+  int32_t grid() const { return image_size / patch_size; }
+  int32_t num_patches() const { return grid() * grid(); }
+  int32_t num_tokens() const { return num_patches() + num_prefix_tokens; }
+  int32_t head_dim() const { return embed_dim / num_heads; }
+};
+
+const std::vector<ModelShape>& model_shapes();
+std::vector<std::string> model_names();
+// Throws UsageError "unknown model 'x' (did you mean 'y'?)".
+const ModelShape& find_model_shape(const std::string& name);
+
+}  // namespace sparsevit::models

@@ -1,0 +1,55 @@
+// The registry of mask generators: config name -> documented kwargs + a deterministic builder.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "patterns/mask_kwargs.h"
+#include "patterns/pattern.h"
+
+namespace sparsevit::patterns {
+
+// What a generator is asked to build: one layer of a model.
+struct MaskContext {
+  int32_t num_tokens = 0;         // N, every token (class token included)
+  int32_t num_heads = 1;          // H
+  int32_t layer = 0;              // 0-based layer index
+  int32_t num_layers = 1;         // L
+  int32_t num_prefix_tokens = 1;  // 1 when token 0 is a class token, else 0
+
+  int32_t num_patches() const { return num_tokens - num_prefix_tokens; }
+};
+
+struct KwargDoc {
+  std::string name;
+  std::string default_value;  // as a user would write it; "" when required / derived
+  std::string doc;
+};
+
+struct MaskGenerator {
+  std::string name;
+  std::string summary;
+  std::vector<KwargDoc> kwargs;
+  // Dynamic masks (top-k) depend on the input and have no static pattern: `build` is empty.
+  bool dynamic = false;
+  std::function<Pattern(const MaskContext&, const MaskKwargs&)> build;
+};
+
+// Every generator, in the order the docs list them.
+const std::vector<MaskGenerator>& mask_generators();
+std::vector<std::string> mask_names();
+// Throws UsageError "unknown mask 'x' (did you mean 'y'?)".
+const MaskGenerator& find_mask(const std::string& name);
+// Throws UsageError naming the first kwarg the generator does not accept.
+void validate_mask_kwargs(const MaskGenerator& generator, const MaskKwargs& kwargs);
+
+// Validates the context and kwargs, then builds one layer.
+Pattern build_mask(const std::string& name, const MaskContext& context, const MaskKwargs& kwargs);
+// Every layer of a model (the layer index feeds the generator: per-layer shuffles and windows).
+std::vector<Pattern> build_layer_masks(const std::string& name, int32_t num_tokens, int32_t num_heads,
+                                       int32_t num_layers, int32_t num_prefix_tokens,
+                                       const MaskKwargs& kwargs);
+
+}  // namespace sparsevit::patterns

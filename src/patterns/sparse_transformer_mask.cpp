@@ -1,0 +1,74 @@
+// Sparse Transformer (Child et al. 2019), bidirectional adaptation (mask: sparse_transformer).
+// strided: the first ceil(H/2) heads attend |j-k| < l, the others (j-k) mod l = 0.
+// fixed:   the first ceil(H/2) heads attend within their block of l tokens, the others attend
+//          the last `summary` tokens of every block.
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "patterns/mask_generators.h"
+#include "patterns/sequences.h"
+#include "util/errors.h"
+
+namespace sparsevit::patterns {
+namespace {
+
+Pattern build_sparse_transformer(const MaskContext& ctx, const MaskKwargs& kw) {
+  const std::string mode = kw.get_choice("mode", "strided", {"strided", "fixed"});
+  const int64_t default_stride = static_cast<int64_t>(isqrt(static_cast<uint64_t>(ctx.num_tokens - 1))) + 1;
+  const int64_t stride = kw.get_int("stride", default_stride, 1);  // default ceil(sqrt(N)) for N > 1
+  const int64_t summary = kw.get_int("summary", 1, 1, stride);
+  const auto globals = class_token_globals(ctx, kw);
+  const int32_t first = globals.empty() ? 0 : ctx.num_prefix_tokens;
+  const int32_t local_heads = (ctx.num_heads + 1) / 2;
+
+  Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
+  for (int32_t h = 0; h < ctx.num_heads; ++h) {
+    const bool local = h < local_heads;
+    pattern.set_window(h, stride);
+    if (mode == "strided") {
+      std::vector<int32_t> offsets;
+      if (local) {
+        for (int64_t o = 0; o < stride; ++o) offsets.push_back(static_cast<int32_t>(o));
+      } else {
+        for (int64_t o = 0; o < ctx.num_tokens; o += stride) offsets.push_back(static_cast<int32_t>(o));
+      }
+      pattern.set_head_diagonals(h, DiagonalStructure{offsets, globals});
+      continue;
+    }
+    pattern.set_head(h, [&](int32_t j, std::vector<int32_t>& keys) {
+      if (j < first) {  // class token row is global
+        keys.resize(ctx.num_tokens);
+        std::iota(keys.begin(), keys.end(), 0);
+        return;
+      }
+      const int64_t p = j - first;
+      for (int32_t k = first; k < ctx.num_tokens; ++k) {
+        const int64_t q = k - first;
+        const bool keep = local ? (p / stride == q / stride) : (q % stride >= stride - summary);
+        if (keep) keys.push_back(k);
+      }
+      keys.insert(keys.end(), globals.begin(), globals.end());
+    });
+  }
+  return pattern;
+}
+
+}  // namespace
+
+MaskGenerator sparse_transformer_generator() {
+  return MaskGenerator{
+      "sparse_transformer",
+      "Sparse Transformer (Child et al. 2019), bidirectional: half the heads local, half strided / summary",
+      {
+          {"mode", "strided", "`strided` | `fixed`"},
+          {"stride", "ceil(sqrt(N))", "l: local width and stride (strided), block length (fixed)"},
+          {"summary", "1", "`fixed`: the last c tokens of every block are attended by all queries"},
+          class_token_kwarg_doc(),
+      },
+      false,
+      build_sparse_transformer,
+  };
+}
+
+}  // namespace sparsevit::patterns
