@@ -1,0 +1,45 @@
+# Shared by scripts/quickstart and scripts/test: install the Debian dependencies, configure
+# and build in build/. Sourced, not run. Idempotent: installed packages and a configured
+# build tree are reused.
+
+SPARSEVIT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SPARSEVIT_BUILD="${SPARSEVIT_BUILD:-$SPARSEVIT_ROOT/build}"
+
+SPARSEVIT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev libopenblas0-openmp libgloo-dev
+  libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  zlib1g-dev libpng-dev libturbojpeg0-dev
+  dataset-fashion-mnist python3
+)
+
+sparsevit_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+sparsevit_install_deps() {
+  local missing=()
+  for p in "${SPARSEVIT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    sparsevit_log "Debian dependencies already installed"
+    return
+  fi
+  sparsevit_log "Installing Debian packages: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "error: installing packages needs root or sudo" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+sparsevit_build() {
+  local jobs
+  jobs="$(nproc)"
+  sparsevit_log "Configuring and building in $SPARSEVIT_BUILD ($jobs jobs)"
+  cmake -S "$SPARSEVIT_ROOT" -B "$SPARSEVIT_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake --build "$SPARSEVIT_BUILD" -j "$jobs"
+}
