@@ -28,7 +28,8 @@ TEST(AttentionReport, FibottentionMatchesThePaper) {
   EXPECT_NEAR(r.attention_gflops_patch, 12 * 12 * 2 * 64 * 196.0 * 196 / 1e9 * (1 - r.pruning_ratio), 1e-9);
   EXPECT_NEAR(r.attention_gflops_patch, 0.014, 0.0005);
   EXPECT_GT(r.attention_gflops, r.attention_gflops_patch);
-  EXPECT_LT(r.layers[0].mean_head_overlap, 0.2);  // heads are nearly disjoint
+  // Heads share only the class-token row and column (2N - 1 of their ~1100-4000 edges).
+  EXPECT_LT(r.layers[0].mean_head_overlap, 0.25);
 }
 
 TEST(AttentionReport, JsonHasTheDocumentedSchema) {
