@@ -149,7 +149,7 @@ TEST(FibottentionMask, WindowsLargerThanTheSequenceAreClampedWithAWarning) {
   EXPECT_EQ(small.total_edges(), 0);  // a lone token without the main diagonal: empty rows
 }
 
-// Masks the published reference implementation produces (tests/data/make_fibottention_reference_cases.py).
+// Masks the published reference implementation produces (tests/patterns/make_fibottention_reference_cases.py).
 struct ReferenceCase {
   int32_t tokens, heads, layer;
   bool modified;
