@@ -11,7 +11,7 @@ if(SPARSEVIT_USE_CCACHE)
 endif()
 
 add_library(sparsevit_warnings INTERFACE)
-target_compile_options(sparsevit_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+target_compile_options(sparsevit_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter -Winvalid-pch)
 
 if(SPARSEVIT_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
@@ -28,6 +28,13 @@ function(sparsevit_use_torch_pch target)
     add_library(sparsevit_torch_pch OBJECT ${PROJECT_SOURCE_DIR}/src/util/torch_pch.cpp)
     target_link_libraries(sparsevit_torch_pch PUBLIC ${TORCH_LIBRARIES})
     target_precompile_headers(sparsevit_torch_pch PRIVATE ${PROJECT_SOURCE_DIR}/src/util/torch_pch.h)
+  endif()
+  # The header is compiled -fPIC (for the shared op library); executables must match or GCC
+  # ignores it, so they compile -fPIC too instead of CMake's -fPIE.
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+    target_compile_options(${target} PRIVATE -fPIC)
   endif()
   target_precompile_headers(${target} REUSE_FROM sparsevit_torch_pch)
 endfunction()

@@ -17,6 +17,8 @@ struct ModelShape {
   int32_t depth = 12;
   int32_t num_heads = 12;
   int32_t num_prefix_tokens = 1;  // the class token
+  int32_t num_classes = 1000;
+  std::string summary;
 
   int32_t grid() const { return image_size / patch_size; }
   int32_t num_patches() const { return grid() * grid(); }

@@ -1,0 +1,46 @@
+// The attention module interface every backend implements (timm's Attention): a dense,
+// trainable qkv projection and output projection around a backend-specific score step.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/attention_spec.h"
+#include "patterns/pattern.h"
+
+namespace sparsevit::attention {
+
+struct AttentionDims {
+  int64_t dim = 768;
+  int64_t num_heads = 12;
+  bool qkv_bias = true;
+  double attn_drop = 0.0;
+  double proj_drop = 0.0;
+};
+
+// forward(x [B, N, C]) -> [B, N, C]. Parameters `qkv` and `proj` as in timm.
+class AttentionModule : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // The kernel that forward runs: "dense", "masked" or "sparse" (for reports and logs).
+  virtual std::string kernel_name() const = 0;
+  // Pairs computed per head per sample in forward (N^2 when dense): feeds the FLOP reports.
+  virtual double computed_pairs_per_head(int64_t num_tokens) const = 0;
+};
+
+// Builds the module for one layer from the spec; `layer_pattern` is that layer's static
+// pattern (nullopt for dense layers and dynamic masks).
+std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const AttentionDims& dims,
+                                                std::optional<patterns::Pattern> layer_pattern);
+
+std::vector<std::string> attention_backend_names();
+
+// Density below which `kernel: auto` runs the sparse operator instead of dense masked
+// attention (see docs/ops.md for the measurement behind it).
+double sparse_kernel_density_threshold();
+
+}  // namespace sparsevit::attention

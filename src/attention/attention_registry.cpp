@@ -1,0 +1,51 @@
+// The registry of attention backends: config name -> module factory.
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "attention/attention.h"
+#include "attention/vit_attention.h"
+#include "util/did_you_mean.h"
+#include "util/errors.h"
+
+namespace sparsevit::attention {
+namespace {
+
+using Factory = std::function<std::shared_ptr<AttentionModule>(const config::AttentionSpec&, const AttentionDims&,
+                                                               std::optional<patterns::Pattern>)>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> table = {
+      {"vit",
+       [](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern> pattern) {
+         if (spec.has_dynamic_mask())
+           throw UsageError(spec.source + ": mask '" + spec.mask + "' is dynamic; its backend is not built yet");
+         return std::make_shared<VitAttention>(dims, std::move(pattern), spec.kernel);
+       }},
+      {"dense",
+       [](const config::AttentionSpec&, const AttentionDims& dims, std::optional<patterns::Pattern>) {
+         return std::make_shared<VitAttention>(dims, std::nullopt, "dense");
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> attention_backend_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : factories()) names.push_back(name);
+  return names;
+}
+
+std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const AttentionDims& dims,
+                                                std::optional<patterns::Pattern> layer_pattern) {
+  const auto it = factories().find(spec.backend);
+  if (it == factories().end())
+    throw UsageError(unknown_name_message("attention backend", spec.backend, attention_backend_names()));
+  return it->second(spec, dims, std::move(layer_pattern));
+}
+
+double sparse_kernel_density_threshold() { return 0.25; }
+
+}  // namespace sparsevit::attention

@@ -1,0 +1,38 @@
+// Backend `vit` / `dense`: softmax attention, optionally restricted to a static pattern that
+// runs through the sparse operator (kernel sparse), a dense N x N mask (kernel masked, what
+// reference implementations do), or no mask at all (kernel dense).
+#pragma once
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+
+#include "attention/attention.h"
+
+namespace sparsevit::attention {
+
+class VitAttention : public AttentionModule {
+ public:
+  VitAttention(const AttentionDims& dims, std::optional<patterns::Pattern> pattern, const std::string& kernel);
+
+  at::Tensor forward(const at::Tensor& x) override;
+  std::string kernel_name() const override { return kernel_; }
+  double computed_pairs_per_head(int64_t num_tokens) const override;
+  const std::optional<patterns::Pattern>& pattern() const { return pattern_; }
+
+ private:
+  int64_t num_heads_;
+  int64_t head_dim_;
+  double scale_;
+  std::string kernel_;  // resolved: dense | masked | sparse
+  std::optional<patterns::Pattern> pattern_;
+  torch::nn::Linear qkv_{nullptr};
+  torch::nn::Linear proj_{nullptr};
+  torch::nn::Dropout attn_drop_{nullptr};
+  torch::nn::Dropout proj_drop_{nullptr};
+  // The pattern as buffers, so checkpoints carry the exact pattern the model trained with.
+  at::Tensor row_ptr_;
+  at::Tensor col_idx_;
+  at::Tensor mask_;  // bool [H, N, N], kernel masked only
+};
+
+}  // namespace sparsevit::attention

@@ -1,0 +1,30 @@
+#include "models/model_registry.h"
+
+#include "util/errors.h"
+
+namespace sparsevit::models {
+
+VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
+  VitConfig c;
+  c.img_size = s.image_size;
+  c.patch_size = s.patch_size;
+  c.in_chans = o.in_chans.value_or(s.in_chans);
+  c.num_classes = o.num_classes.value_or(s.num_classes);
+  c.embed_dim = s.embed_dim;
+  c.depth = s.depth;
+  c.num_heads = s.num_heads;
+  c.drop_rate = o.drop_rate;
+  c.drop_path_rate = o.drop_path_rate;
+  c.attention = o.attention;
+  if (c.num_classes < 1) throw UsageError("nb_classes must be >= 1, got " + std::to_string(c.num_classes));
+  if (c.in_chans < 1) throw UsageError("in_chans must be >= 1, got " + std::to_string(c.in_chans));
+  if (o.drop_path_rate < 0 || o.drop_path_rate >= 1)
+    throw UsageError("drop_path must be in [0, 1), got " + std::to_string(o.drop_path_rate));
+  return c;
+}
+
+std::shared_ptr<VisionTransformer> create_model(const std::string& name, const ModelOptions& options) {
+  return std::make_shared<VisionTransformer>(vit_config(find_model_shape(name), options));
+}
+
+}  // namespace sparsevit::models

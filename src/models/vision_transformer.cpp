@@ -1,0 +1,139 @@
+#include "models/vision_transformer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/dropout.h>
+#include <torch/nn/init.h>
+
+#include "attention/vit_attention.h"
+#include "util/errors.h"
+
+namespace sparsevit::models {
+namespace {
+
+// timm's trunc_normal_(std=.02): the [-2, 2] cut is ~100 standard deviations away.
+void trunc_normal(at::Tensor t, double std) {
+  torch::NoGradGuard no_grad;
+  t.normal_(0.0, std).clamp_(-2.0, 2.0);
+}
+
+}  // namespace
+
+at::Tensor drop_path(const at::Tensor& x, double drop_prob, bool training) {
+  if (drop_prob <= 0.0 || !training) return x;
+  const double keep = 1.0 - drop_prob;
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[0] = x.size(0);
+  const at::Tensor mask = at::empty(shape, x.options()).bernoulli_(keep);
+  return x * mask / keep;
+}
+
+PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim)
+    : img_size_(img_size), in_chans_(in_chans) {
+  if (patch_size < 1 || img_size % patch_size != 0)
+    throw UsageError("image size " + std::to_string(img_size) + " is not a multiple of the patch size " +
+                     std::to_string(patch_size));
+  proj_ = register_module(
+      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_chans, embed_dim, patch_size).stride(patch_size)));
+}
+
+at::Tensor PatchEmbed::forward(const at::Tensor& x) {
+  if (x.dim() != 4 || x.size(1) != in_chans_ || x.size(2) != img_size_ || x.size(3) != img_size_)
+    throw UsageError("model expects images [B, " + std::to_string(in_chans_) + ", " + std::to_string(img_size_) + ", " +
+                     std::to_string(img_size_) + "], got " + c10::str(x.sizes()));
+  return proj_->forward(x).flatten(2).transpose(1, 2);
+}
+
+Mlp::Mlp(int64_t dim, int64_t hidden, double drop) : drop_(drop) {
+  fc1_ = register_module("fc1", torch::nn::Linear(dim, hidden));
+  fc2_ = register_module("fc2", torch::nn::Linear(hidden, dim));
+}
+
+at::Tensor Mlp::forward(const at::Tensor& x) {
+  namespace F = torch::nn::functional;
+  at::Tensor h = F::dropout(at::gelu(fc1_->forward(x)), F::DropoutFuncOptions().p(drop_).training(is_training()));
+  return F::dropout(fc2_->forward(h), F::DropoutFuncOptions().p(drop_).training(is_training()));
+}
+
+Block::Block(const VitConfig& c, double drop_path_prob, std::shared_ptr<attention::AttentionModule> attn)
+    : drop_path_(drop_path_prob) {
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6)));
+  attn_ = register_module("attn", std::move(attn));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6)));
+  mlp_ = register_module("mlp", std::make_shared<Mlp>(c.embed_dim, static_cast<int64_t>(c.embed_dim * c.mlp_ratio),
+                                                      c.drop_rate));
+}
+
+at::Tensor Block::forward(const at::Tensor& x) {
+  at::Tensor y = x + drop_path(attn_->forward(norm1_->forward(x)), drop_path_, is_training());
+  return y + drop_path(mlp_->forward(norm2_->forward(y)), drop_path_, is_training());
+}
+
+VisionTransformer::VisionTransformer(const VitConfig& c,
+                                     std::optional<std::vector<std::optional<patterns::Pattern>>> layer_patterns)
+    : config_(c) {
+  if (c.embed_dim % c.num_heads != 0)
+    throw UsageError("embed_dim " + std::to_string(c.embed_dim) + " is not divisible by num_heads " +
+                     std::to_string(c.num_heads));
+  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c.img_size, c.patch_size, c.in_chans, c.embed_dim));
+  cls_token_ = register_parameter("cls_token", at::zeros({1, 1, c.embed_dim}));
+  pos_embed_ = register_parameter("pos_embed", at::zeros({1, c.num_tokens(), c.embed_dim}));
+
+  auto patterns = layer_patterns ? std::move(*layer_patterns)
+                                 : config::build_layer_patterns(c.attention, static_cast<int32_t>(c.num_tokens()),
+                                                                static_cast<int32_t>(c.num_heads),
+                                                                static_cast<int32_t>(c.depth), 1);
+  if (static_cast<int64_t>(patterns.size()) != c.depth)
+    throw UsageError("need one pattern per block: " + std::to_string(patterns.size()) + " for depth " +
+                     std::to_string(c.depth));
+  block_list_ = register_module("blocks", torch::nn::ModuleList());
+  const attention::AttentionDims dims{c.embed_dim, c.num_heads, c.qkv_bias, 0.0, c.drop_rate};
+  for (int64_t i = 0; i < c.depth; ++i) {
+    // Stochastic depth grows linearly with depth, as in timm.
+    const double dpr = c.depth > 1 ? c.drop_path_rate * i / (c.depth - 1) : c.drop_path_rate;
+    auto attn = attention::make_attention(c.attention, dims, std::move(patterns[i]));
+    blocks_.push_back(std::make_shared<Block>(c, dpr, attn));
+    block_list_->push_back(blocks_.back());
+  }
+  norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6)));
+  head_ = register_module("head", torch::nn::Linear(c.embed_dim, c.num_classes));
+  init_weights();
+}
+
+void VisionTransformer::init_weights() {
+  torch::NoGradGuard no_grad;
+  trunc_normal(pos_embed_, 0.02);
+  cls_token_.normal_(0.0, 1e-6);
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      trunc_normal(linear->weight, 0.02);
+      if (linear->bias.defined()) linear->bias.zero_();
+    } else if (auto* norm = module->as<torch::nn::LayerNorm>()) {
+      norm->weight.fill_(1.0);
+      norm->bias.zero_();
+    }
+  }
+}
+
+at::Tensor VisionTransformer::forward_features(const at::Tensor& x) {
+  at::Tensor tokens = patch_embed_->forward(x);
+  tokens = at::cat({cls_token_.expand({tokens.size(0), -1, -1}), tokens}, 1) + pos_embed_;
+  for (const auto& block : blocks_) tokens = block->forward(tokens);
+  return norm_->forward(tokens);
+}
+
+at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_logits) {
+  const at::Tensor pooled = features.select(1, 0);  // class token
+  return pre_logits ? pooled : head_->forward(pooled);
+}
+
+std::vector<std::optional<patterns::Pattern>> VisionTransformer::layer_patterns() const {
+  std::vector<std::optional<patterns::Pattern>> out;
+  for (const auto& b : blocks_) {
+    const auto* vit = dynamic_cast<const attention::VitAttention*>(&b->attn());
+    out.push_back(vit ? vit->pattern() : std::nullopt);
+  }
+  return out;
+}
+
+}  // namespace sparsevit::models

@@ -1,0 +1,101 @@
+// Vision Transformer in timm's structure: PatchEmbed -> class token + learned position
+// embedding -> pre-norm Blocks (attention + MLP, drop-path) -> norm -> head.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "attention/attention.h"
+#include "config/attention_spec.h"
+
+namespace sparsevit::models {
+
+struct VitConfig {
+  int64_t img_size = 224;
+  int64_t patch_size = 16;
+  int64_t in_chans = 3;
+  int64_t num_classes = 1000;
+  int64_t embed_dim = 768;
+  int64_t depth = 12;
+  int64_t num_heads = 12;
+  double mlp_ratio = 4.0;
+  bool qkv_bias = true;
+  double drop_rate = 0.0;
+  double drop_path_rate = 0.0;
+  config::AttentionSpec attention;  // dense when it has no mask
+
+  int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
+  int64_t num_tokens() const { return num_patches() + 1; }
+};
+
+class PatchEmbed : public torch::nn::Module {
+ public:
+  PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim);
+  at::Tensor forward(const at::Tensor& x);  // [B, C, H, W] -> [B, num_patches, embed_dim]
+
+ private:
+  int64_t img_size_, in_chans_;
+  torch::nn::Conv2d proj_{nullptr};
+};
+
+class Mlp : public torch::nn::Module {
+ public:
+  Mlp(int64_t dim, int64_t hidden, double drop);
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+  double drop_;
+};
+
+class Block : public torch::nn::Module {
+ public:
+  Block(const VitConfig& c, double drop_path, std::shared_ptr<attention::AttentionModule> attn);
+  at::Tensor forward(const at::Tensor& x);
+  const attention::AttentionModule& attn() const { return *attn_; }
+
+ private:
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  std::shared_ptr<attention::AttentionModule> attn_;
+  std::shared_ptr<Mlp> mlp_;
+  double drop_path_;
+};
+
+class VisionTransformer : public torch::nn::Module {
+ public:
+  // `layer_patterns` (one per block; nullopt = dense) default to the spec's patterns.
+  explicit VisionTransformer(const VitConfig& config,
+                             std::optional<std::vector<std::optional<patterns::Pattern>>> layer_patterns = std::nullopt);
+
+  at::Tensor forward_features(const at::Tensor& x);  // [B, N, C] after the final norm
+  at::Tensor forward_head(const at::Tensor& features, bool pre_logits = false);
+  at::Tensor forward(const at::Tensor& x) { return forward_head(forward_features(x)); }
+
+  const VitConfig& config() const { return config_; }
+  const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
+  // The static pattern of every block, as the kernels run them (nullopt = dense).
+  std::vector<std::optional<patterns::Pattern>> layer_patterns() const;
+
+ private:
+  void init_weights();
+
+  VitConfig config_;
+  std::shared_ptr<PatchEmbed> patch_embed_;
+  at::Tensor cls_token_, pos_embed_;
+  std::vector<std::shared_ptr<Block>> blocks_;
+  torch::nn::ModuleList block_list_;  // registers blocks_ as blocks.0, blocks.1, ...
+  torch::nn::LayerNorm norm_{nullptr};
+  torch::nn::Linear head_{nullptr};
+};
+
+// Stochastic depth per sample (timm's drop_path): scales kept samples by 1/keep.
+at::Tensor drop_path(const at::Tensor& x, double drop_prob, bool training);
+
+}  // namespace sparsevit::models

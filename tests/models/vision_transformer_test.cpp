@@ -1,0 +1,96 @@
+#include "models/vision_transformer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "attention/vit_attention.h"
+#include "models/model_registry.h"
+#include "util/errors.h"
+
+namespace sparsevit::models {
+namespace {
+
+int64_t count_parameters(torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+config::AttentionSpec spec_of(const std::string& yaml) { return config::parse_attention_spec(yaml, "test.yaml"); }
+
+TEST(VisionTransformer, ParameterCountsMatchTimm) {
+  // timm: vit_base_patch16_224 86,567,656; vit_tiny_patch16_224 5,717,416; vit_small 22,050,664.
+  EXPECT_EQ(count_parameters(*create_model("vit_base_patch16_224", {})), 86567656);
+  EXPECT_EQ(count_parameters(*create_model("vit_tiny_patch16_224", {})), 5717416);
+  EXPECT_EQ(count_parameters(*create_model("vit_small_patch16_224", {})), 22050664);
+}
+
+TEST(VisionTransformer, TimmParameterNames) {
+  auto model = create_model("vit_nano_patch2_28", {});
+  const auto params = model->named_parameters();
+  for (const char* name : {"cls_token", "pos_embed", "patch_embed.proj.weight", "blocks.0.norm1.weight",
+                           "blocks.0.attn.qkv.weight", "blocks.0.attn.qkv.bias", "blocks.0.attn.proj.weight",
+                           "blocks.3.mlp.fc1.weight", "blocks.3.mlp.fc2.bias", "norm.weight", "head.weight"})
+    EXPECT_TRUE(params.contains(name)) << name;
+}
+
+TEST(VisionTransformer, ForwardShapesAndPatterns) {
+  ModelOptions o;
+  o.attention = config::default_attention_spec();
+  auto model = create_model("vit_nano_patch2_28", o);
+  const at::Tensor x = torch::randn({3, 1, 28, 28});
+  EXPECT_EQ(model->forward_features(x).sizes(), (at::IntArrayRef{3, 197, 64}));
+  EXPECT_EQ(model->forward(x).sizes(), (at::IntArrayRef{3, 10}));
+  const auto patterns = model->layer_patterns();
+  ASSERT_EQ(patterns.size(), 4u);
+  for (const auto& p : patterns) ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(model->blocks()[0]->attn().kernel_name(), "sparse");  // auto picks sparse at ~3% density
+  EXPECT_TRUE(model->named_buffers().contains("blocks.0.attn.row_ptr"));
+  EXPECT_THROW(model->forward(torch::randn({1, 1, 32, 32})), UsageError);
+}
+
+TEST(VisionTransformer, SparseMaskedAndDenseKernelsAgree) {
+  // The same weights through the sparse operator, the dense masked path, and (for a pattern
+  // that allows every pair) plain dense attention.
+  torch::manual_seed(0);
+  const at::Tensor x = torch::randn({2, 1, 28, 28});
+  auto run = [&](const std::string& yaml) {
+    ModelOptions o;
+    o.attention = spec_of(yaml);
+    torch::manual_seed(1);
+    auto model = create_model("vit_nano_patch2_28", o);
+    model->eval();
+    return model->forward(x);
+  };
+  const std::string fibo = "attention: {mask: fibo, mask_kwargs: {w_min: 5, w_max: 65}, kernel: ";
+  EXPECT_TRUE(torch::allclose(run(fibo + "sparse}"), run(fibo + "masked}"), 1e-4, 1e-5));
+  const std::string full = "attention: {mask: local, mask_kwargs: {window: 196}, kernel: ";
+  EXPECT_TRUE(torch::allclose(run(full + "sparse}"), run("attention: {backend: vit}"), 1e-4, 1e-5));
+  EXPECT_FALSE(torch::allclose(run(fibo + "sparse}"), run("attention: {backend: vit}"), 1e-4, 1e-5));
+}
+
+TEST(VisionTransformer, GradientsReachEveryParameter) {
+  ModelOptions o;
+  o.attention = config::default_attention_spec();
+  auto model = create_model("vit_nano_patch2_28", o);
+  const at::Tensor loss = model->forward(torch::randn({2, 1, 28, 28})).logsumexp(1).sum();
+  loss.backward();
+  for (const auto& p : model->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
+  }
+}
+
+TEST(VisionTransformer, BadShapesAreUsageErrors) {
+  EXPECT_THROW(create_model("vit_bse_patch16_224", {}), UsageError);
+  ModelOptions o;
+  o.num_classes = 0;
+  EXPECT_THROW(create_model("vit_nano_patch2_28", o), UsageError);
+  VitConfig c;
+  c.img_size = 30;
+  c.patch_size = 4;
+  EXPECT_THROW(VisionTransformer{c}, UsageError);
+}
+
+}  // namespace
+}  // namespace sparsevit::models
