@@ -4,6 +4,7 @@
 #include <map>
 
 #include "attention/attention.h"
+#include "attention/topk_attention.h"
 #include "attention/vit_attention.h"
 #include "util/did_you_mean.h"
 #include "util/errors.h"
@@ -18,13 +19,21 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
       {"vit",
        [](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern> pattern) {
-         if (spec.has_dynamic_mask())
-           throw UsageError(spec.source + ": mask '" + spec.mask + "' is dynamic; its backend is not built yet");
-         return std::make_shared<VitAttention>(dims, std::move(pattern), spec.kernel);
+         if (spec.has_dynamic_mask()) {
+           if (dims.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported with top-k");
+           return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(dims, spec.mask_kwargs));
+         }
+         return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(dims, std::move(pattern), spec.kernel));
+       }},
+      {"topk",
+       [](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern>) {
+         if (spec.has_mask() && spec.mask != "topk")
+           throw UsageError(spec.source + ": backend 'topk' takes `mask: topk` (or no mask), not '" + spec.mask + "'");
+         return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(dims, spec.mask_kwargs));
        }},
       {"dense",
        [](const config::AttentionSpec&, const AttentionDims& dims, std::optional<patterns::Pattern>) {
-         return std::make_shared<VitAttention>(dims, std::nullopt, "dense");
+         return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(dims, std::nullopt, "dense"));
        }},
   };
   return table;

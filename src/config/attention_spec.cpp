@@ -43,7 +43,7 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
 
 bool AttentionSpec::has_dynamic_mask() const { return has_mask() && patterns::find_mask(mask).dynamic; }
 
-std::vector<std::string> backend_names() { return {"vit", "dense"}; }
+std::vector<std::string> backend_names() { return {"vit", "dense", "topk"}; }
 std::vector<std::string> kernel_names() { return {"auto", "sparse", "masked", "dense"}; }
 
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source) {
