@@ -1,0 +1,67 @@
+// Autograd for sparsevit::sparse_attention: the forward and backward call the private ops through
+// the dispatcher, so each backend (CPU now, CUDA later) only registers kernels.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+namespace sparsevit::ops {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> call_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                const at::Tensor& row_ptr, const at::Tensor& col_idx, double scale) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("sparsevit::_sparse_attention_forward", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
+                                                                 const at::Tensor&, const at::Tensor&,
+                                                                 const at::Tensor&, double)>();
+  return op.call(q, k, v, row_ptr, col_idx, scale);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> call_backward(const at::Tensor& grad_out, const at::Tensor& q,
+                                                             const at::Tensor& k, const at::Tensor& v,
+                                                             const at::Tensor& out, const at::Tensor& lse,
+                                                             const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                                                             double scale) {
+  static auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("sparsevit::_sparse_attention_backward", "")
+          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+              const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+              const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>();
+  return op.call(grad_out, q, k, v, out, lse, row_ptr, col_idx, scale);
+}
+
+class SparseAttentionFunction : public torch::autograd::Function<SparseAttentionFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q,
+                                                const at::Tensor& k, const at::Tensor& v, const at::Tensor& row_ptr,
+                                                const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, lse] = call_forward(q, k, v, row_ptr, col_idx, scale);
+    ctx->saved_data["scale"] = scale;
+    ctx->save_for_backward({q, k, v, out, lse, row_ptr, col_idx});
+    return {out};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    auto [dq, dk, dv] =
+        call_backward(grad_outputs[0], saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], saved[6], scale);
+    return {dq, dk, dv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor sparse_attention_autograd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                     const at::Tensor& row_ptr, const at::Tensor& col_idx, double scale) {
+  return SparseAttentionFunction::apply(q, k, v, row_ptr, col_idx, scale)[0];
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(sparsevit, Autograd, m) { m.impl("sparse_attention", TORCH_FN(sparse_attention_autograd)); }
+
+}  // namespace sparsevit::ops

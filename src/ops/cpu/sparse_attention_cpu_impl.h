@@ -1,0 +1,347 @@
+// Sparse attention CPU kernels, written once and compiled per instruction set.
+//
+// Included only by sparse_attention_cpu_{default,avx2,avx512}.cpp, each of which defines
+//   SPARSEVIT_CPU_ISA           the namespace / table name (default_isa, avx2, avx512)
+//   SPARSEVIT_CPU_VECTOR_BYTES  the SIMD register width in bytes (16, 32, 64)
+// and is compiled with the matching -m flags. Everything here has internal linkage (anonymous
+// namespace) and uses no out-of-line standard-library templates, so no function compiled for
+// a wider instruction set can leak into code that runs on a CPU without it.
+//
+// Vectorisation uses GCC/Clang vector extensions: arithmetic on `V<T>` compiles to one SIMD
+// instruction per register (xmm/ymm/zmm by ISA). Dot products over D keep W-lane partial sums
+// (4 keys at a time, sharing the query loads) and reduce them by halving; the weighted sums
+// accumulate 4 value rows per pass over the output row. float32 exp is a vectorised Cephes-style
+// polynomial (max error ~2 ulp); float64 uses std::exp (it serves gradcheck and references).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "ops/cpu/sparse_attention_cpu_kernels.h"
+
+#ifndef SPARSEVIT_CPU_ISA
+#error "define SPARSEVIT_CPU_ISA before including sparse_attention_cpu_impl.h"
+#endif
+#ifndef SPARSEVIT_CPU_VECTOR_BYTES
+#error "define SPARSEVIT_CPU_VECTOR_BYTES before including sparse_attention_cpu_impl.h"
+#endif
+
+namespace sparsevit::ops::cpu::SPARSEVIT_CPU_ISA {
+namespace {
+
+constexpr int kVectorBytes = SPARSEVIT_CPU_VECTOR_BYTES;
+
+template <typename T, int Bytes>
+struct VecType {
+  typedef T type __attribute__((vector_size(Bytes)));
+};
+template <typename T>
+using V = typename VecType<T, kVectorBytes>::type;
+template <typename T>
+constexpr int64_t kLanes = kVectorBytes / static_cast<int>(sizeof(T));
+
+template <typename T>
+inline V<T> vload(const T* p) {
+  V<T> v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename T>
+inline void vstore(T* p, const V<T>& v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+template <typename T>
+inline V<T> vsplat(T x) {
+  return V<T>{} + x;
+}
+
+// Horizontal sum by halving the register: zmm -> ymm -> xmm -> scalar.
+template <typename T, int Bytes>
+inline T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
+  if constexpr (Bytes == static_cast<int>(sizeof(T))) {
+    return v[0];
+  } else if constexpr (Bytes <= 16) {
+    T s = v[0];
+    for (int i = 1; i < Bytes / static_cast<int>(sizeof(T)); ++i) s += v[i];
+    return s;
+  } else {
+    typedef typename VecType<T, Bytes / 2>::type H;
+    H lo, hi;
+    std::memcpy(&lo, &v, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    return hsum_bytes<T, Bytes / 2>(lo + hi);
+  }
+}
+template <typename T>
+inline T hsum(const V<T>& v) {
+  return hsum_bytes<T, kVectorBytes>(v);
+}
+
+template <typename T>
+inline void zero_row(T* o, int64_t d) {
+  for (int64_t i = 0; i < d; ++i) o[i] = T(0);
+}
+
+template <typename T>
+inline void scale_row(T* o, T s, int64_t D) {
+  int64_t d = 0;
+  const V<T> sv = vsplat(s);
+  for (; d + kLanes<T> <= D; d += kLanes<T>) vstore(o + d, vload(o + d) * sv);
+  for (; d < D; ++d) o[d] *= s;
+}
+
+template <typename T>
+inline T dot1(const T* x, const T* y, int64_t D) {
+  V<T> a{};
+  int64_t d = 0;
+  for (; d + kLanes<T> <= D; d += kLanes<T>) a += vload(x + d) * vload(y + d);
+  T s = hsum<T>(a);
+  for (; d < D; ++d) s += x[d] * y[d];
+  return s;
+}
+
+// res[i] = x . y_i for four rows y_0..y_3 (x loaded once per chunk).
+template <typename T>
+inline void dot4(const T* x, const T* y0, const T* y1, const T* y2, const T* y3, int64_t D, T* res) {
+  V<T> a0{}, a1{}, a2{}, a3{};
+  int64_t d = 0;
+  for (; d + kLanes<T> <= D; d += kLanes<T>) {
+    const V<T> xv = vload(x + d);
+    a0 += xv * vload(y0 + d);
+    a1 += xv * vload(y1 + d);
+    a2 += xv * vload(y2 + d);
+    a3 += xv * vload(y3 + d);
+  }
+  T s0 = hsum<T>(a0), s1 = hsum<T>(a1), s2 = hsum<T>(a2), s3 = hsum<T>(a3);
+  for (; d < D; ++d) {
+    s0 += x[d] * y0[d];
+    s1 += x[d] * y1[d];
+    s2 += x[d] * y2[d];
+    s3 += x[d] * y3[d];
+  }
+  res[0] = s0;
+  res[1] = s1;
+  res[2] = s2;
+  res[3] = s3;
+}
+
+// o += c * y
+template <typename T>
+inline void axpy1(T* o, T c, const T* y, int64_t D) {
+  const V<T> cv = vsplat(c);
+  int64_t d = 0;
+  for (; d + kLanes<T> <= D; d += kLanes<T>) vstore(o + d, vload(o + d) + cv * vload(y + d));
+  for (; d < D; ++d) o[d] += c * y[d];
+}
+
+// o += c0*y0 + c1*y1 + c2*y2 + c3*y3 (one read-modify-write of o per four rows).
+template <typename T>
+inline void axpy4(T* o, const T* c, const T* y0, const T* y1, const T* y2, const T* y3, int64_t D) {
+  const V<T> c0 = vsplat(c[0]), c1 = vsplat(c[1]), c2 = vsplat(c[2]), c3 = vsplat(c[3]);
+  int64_t d = 0;
+  for (; d + kLanes<T> <= D; d += kLanes<T>) {
+    V<T> acc = vload(o + d);
+    acc += c0 * vload(y0 + d);
+    acc += c1 * vload(y1 + d);
+    acc += c2 * vload(y2 + d);
+    acc += c3 * vload(y3 + d);
+    vstore(o + d, acc);
+  }
+  for (; d < D; ++d) o[d] += c[0] * y0[d] + c[1] * y1[d] + c[2] * y2[d] + c[3] * y3[d];
+}
+
+// o = sum_t c[t] * base[idx[t] * D]  (o zeroed first), four rows per pass; `idx` indexes `c`
+// directly when cidx is null, else c[cidx[t]].
+template <typename T>
+inline void gather_weighted_sum(T* o, const T* c, const int32_t* cidx, const int32_t* idx, int64_t n,
+                                const T* base, int64_t D) {
+  zero_row(o, D);
+  int64_t t = 0;
+  T cc[4];
+  for (; t + 4 <= n; t += 4) {
+    for (int i = 0; i < 4; ++i) cc[i] = cidx ? c[cidx[t + i]] : c[t + i];
+    axpy4(o, cc, base + idx[t] * D, base + idx[t + 1] * D, base + idx[t + 2] * D, base + idx[t + 3] * D, D);
+  }
+  for (; t < n; ++t) axpy1(o, cidx ? c[cidx[t]] : c[t], base + idx[t] * D, D);
+}
+
+// s[t] = x . base[idx[t] * D]
+template <typename T>
+inline void gather_dots(const T* x, const int32_t* idx, int64_t n, const T* base, int64_t D, T* s) {
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4)
+    dot4(x, base + idx[t] * D, base + idx[t + 1] * D, base + idx[t + 2] * D, base + idx[t + 3] * D, D, s + t);
+  for (; t < n; ++t) s[t] = dot1(x, base + idx[t] * D, D);
+}
+
+// ---- exp ------------------------------------------------------------------------------------
+
+typedef int32_t VI32 __attribute__((vector_size(kVectorBytes)));
+
+// Cephes expf on a register; returns 0 below -87.3 (no denormals) and propagates NaN.
+inline V<float> vexp(V<float> x) {
+  const V<float> lo = vsplat(-87.33654475f), hi = vsplat(88.0f);
+  const VI32 underflow = x < lo;
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  V<float> fx = x * 1.44269504088896341f;
+  fx += fx < 0.0f ? vsplat(-0.5f) : vsplat(0.5f);
+  const VI32 n = __builtin_convertvector(fx, VI32);  // round half away from zero
+  const V<float> nf = __builtin_convertvector(n, V<float>);
+  V<float> r = x - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  V<float> y = vsplat(1.9875691500e-4f);
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  const VI32 bits = (n + 127) << 23;
+  V<float> pow2n;
+  std::memcpy(&pow2n, &bits, sizeof(pow2n));
+  y = y * pow2n;
+  return underflow ? vsplat(0.0f) : y;
+}
+
+// x[t] = exp(x[t] * a - b) for t < n; returns the sum.
+inline float exp_affine_inplace(float* x, int64_t n, float a, float b) {
+  constexpr int64_t W = kLanes<float>;
+  V<float> acc{};
+  int64_t t = 0;
+  for (; t + W <= n; t += W) {
+    const V<float> e = vexp(vload(x + t) * a - b);
+    vstore(x + t, e);
+    acc += e;
+  }
+  if (t < n) {
+    float tmp[W];
+    for (int64_t i = 0; i < W; ++i) tmp[i] = t + i < n ? x[t + i] * a - b : -std::numeric_limits<float>::infinity();
+    const V<float> e = vexp(vload(tmp));
+    vstore(tmp, e);
+    acc += e;
+    for (int64_t i = 0; t + i < n; ++i) x[t + i] = tmp[i];
+  }
+  return hsum<float>(acc);
+}
+
+inline double exp_affine_inplace(double* x, int64_t n, double a, double b) {
+  double s = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    x[t] = std::exp(x[t] * a - b);
+    s += x[t];
+  }
+  return s;
+}
+
+template <typename T>
+inline T row_max(const T* x, int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t t = 0; t < n; ++t) m = x[t] > m ? x[t] : m;
+  return m;
+}
+
+// ---- forward ----------------------------------------------------------------------------------
+
+template <typename T>
+void forward_rows(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
+  const int64_t N = p.tokens, D = p.dim, H = p.heads;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t bh = r / N, j = r - bh * N, h = bh % H;
+    const int32_t* rp = p.row_ptr + h * (N + 1);
+    const int64_t start = rp[j], nk = rp[j + 1] - start;
+    T* o = p.out + r * D;
+    if (nk == 0) {
+      zero_row(o, D);
+      p.lse[r] = -std::numeric_limits<T>::infinity();
+      continue;
+    }
+    const int32_t* keys = p.col_idx + h * p.nnz_stride + start;
+    const T* kb = p.k + bh * N * D;
+    const T* vb = p.v + bh * N * D;
+    gather_dots(p.q + r * D, keys, nk, kb, D, scores);
+    // Softmax over scale * (q . k): max-subtracted, so logits of any magnitude stay finite.
+    for (int64_t t = 0; t < nk; ++t) scores[t] *= p.scale;
+    const T m = row_max(scores, nk);
+    const T sum = exp_affine_inplace(scores, nk, T(1), m);
+    gather_weighted_sum(o, scores, static_cast<const int32_t*>(nullptr), keys, nk, vb, D);
+    scale_row(o, T(1) / sum, D);
+    p.lse[r] = m + std::log(sum);
+  }
+}
+
+// ---- backward -----------------------------------------------------------------------------------
+
+// Per query row j: P_jk = exp(scale * q_j.k_k - lse_j), dP_jk = dO_j.v_k, Di = dO_j.O_j,
+// dS_jk = P_jk (dP_jk - Di), dQ_j = scale * sum_k dS_jk k_k. P and dS go to the edge buffers.
+template <typename T>
+void backward_query_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  const int64_t N = p.tokens, D = p.dim, H = p.heads;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t bh = r / N, j = r - bh * N, h = bh % H;
+    const int32_t* rp = p.row_ptr + h * (N + 1);
+    const int64_t start = rp[j], nk = rp[j + 1] - start;
+    T* dq = p.grad_q + r * D;
+    if (nk == 0) {
+      zero_row(dq, D);
+      continue;
+    }
+    const int32_t* keys = p.col_idx + h * p.nnz_stride + start;
+    const T* kb = p.k + bh * N * D;
+    const T* vb = p.v + bh * N * D;
+    const T* doj = p.grad_out + r * D;
+    T* P = p.edge_p + bh * p.nnz_stride + start;
+    T* dS = p.edge_ds + bh * p.nnz_stride + start;
+    const T di = dot1(doj, p.out + r * D, D);
+    gather_dots(p.q + r * D, keys, nk, kb, D, P);
+    gather_dots(doj, keys, nk, vb, D, dS);
+    exp_affine_inplace(P, nk, p.scale, p.lse[r]);
+    for (int64_t t = 0; t < nk; ++t) dS[t] = P[t] * (dS[t] - di);
+    gather_weighted_sum(dq, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb, D);
+    scale_row(dq, p.scale, D);
+  }
+}
+
+// Per key k: dV_k = sum_j P_jk dO_j, dK_k = scale * sum_j dS_jk q_j over the transposed CSR,
+// queries in increasing order: a fixed order, no atomics, each output row owned by one call.
+template <typename T>
+void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  const int64_t N = p.tokens, D = p.dim, H = p.heads;
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t bh = r / N, kk = r - bh * N, h = bh % H;
+    const int32_t* trp = p.t_row_ptr + h * (N + 1);
+    const int64_t start = trp[kk], nq = trp[kk + 1] - start;
+    T* dk = p.grad_k + r * D;
+    T* dv = p.grad_v + r * D;
+    if (nq == 0) {
+      zero_row(dk, D);
+      zero_row(dv, D);
+      continue;
+    }
+    const int32_t* queries = p.t_query + h * p.nnz_stride + start;
+    const int32_t* edges = p.t_edge + h * p.nnz_stride + start;
+    const T* P = p.edge_p + bh * p.nnz_stride;
+    const T* dS = p.edge_ds + bh * p.nnz_stride;
+    gather_weighted_sum(dv, P, edges, queries, nq, p.grad_out + bh * N * D, D);
+    gather_weighted_sum(dk, dS, edges, queries, nq, p.q + bh * N * D, D);
+    scale_row(dk, p.scale, D);
+  }
+}
+
+}  // namespace
+
+#define SPARSEVIT_CPU_STR2(x) #x
+#define SPARSEVIT_CPU_STR(x) SPARSEVIT_CPU_STR2(x)
+
+const KernelTable& table() {
+  static const KernelTable t{
+      SPARSEVIT_CPU_STR(SPARSEVIT_CPU_ISA),
+      {&forward_rows<float>, &backward_query_rows<float>, &backward_key_rows<float>},
+      {&forward_rows<double>, &backward_query_rows<double>, &backward_key_rows<double>},
+  };
+  return t;
+}
+
+}  // namespace sparsevit::ops::cpu::SPARSEVIT_CPU_ISA

@@ -1,0 +1,154 @@
+#include "ops/sparse_attention_inputs.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <limits>
+#include <vector>
+
+namespace sparsevit::ops {
+namespace {
+
+bool is_index_type(at::ScalarType t) { return t == at::kInt || t == at::kLong; }
+
+bool is_supported_float(at::ScalarType t) {
+  return t == at::kFloat || t == at::kDouble || t == at::kBFloat16 || t == at::kHalf;
+}
+
+// Reads element i of a contiguous int32/int64 tensor as int64.
+struct IndexReader {
+  const int32_t* i32 = nullptr;
+  const int64_t* i64 = nullptr;
+  explicit IndexReader(const at::Tensor& t) {
+    if (t.scalar_type() == at::kInt) {
+      i32 = t.data_ptr<int32_t>();
+    } else {
+      i64 = t.data_ptr<int64_t>();
+    }
+  }
+  int64_t operator[](int64_t i) const { return i32 ? i32[i] : i64[i]; }
+};
+
+}  // namespace
+
+AttentionShape check_attention_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const at::Tensor& row_ptr, const at::Tensor& col_idx) {
+  TORCH_CHECK(q.defined() && k.defined() && v.defined(), op, ": q, k and v must be defined tensors");
+  TORCH_CHECK(q.dim() == 4, op, ": q must be [B, H, N, D], got a tensor of shape ", q.sizes());
+  TORCH_CHECK(k.sizes() == q.sizes(), op, ": k must have the shape of q ", q.sizes(), ", got ", k.sizes());
+  TORCH_CHECK(v.sizes() == q.sizes(), op, ": v must have the shape of q ", q.sizes(), ", got ", v.sizes());
+  TORCH_CHECK(is_supported_float(q.scalar_type()), op,
+              ": q, k, v must be float32, float64, bfloat16 or float16, got ", q.scalar_type());
+  TORCH_CHECK(k.scalar_type() == q.scalar_type() && v.scalar_type() == q.scalar_type(), op,
+              ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ", v.scalar_type());
+  TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), op, ": q, k, v must be on one device, got ",
+              q.device(), ", ", k.device(), ", ", v.device());
+  TORCH_CHECK(row_ptr.defined() && col_idx.defined(), op, ": row_ptr and col_idx must be defined tensors");
+  TORCH_CHECK(is_index_type(row_ptr.scalar_type()), op, ": row_ptr must be int32 or int64, got ",
+              row_ptr.scalar_type());
+  TORCH_CHECK(is_index_type(col_idx.scalar_type()), op, ": col_idx must be int32 or int64, got ",
+              col_idx.scalar_type());
+  AttentionShape s;
+  s.batch = q.size(0);
+  s.heads = q.size(1);
+  s.tokens = q.size(2);
+  s.dim = q.size(3);
+  TORCH_CHECK(row_ptr.dim() == 2 && row_ptr.size(0) == s.heads && row_ptr.size(1) == s.tokens + 1, op,
+              ": row_ptr must be [H, N+1] = [", s.heads, ", ", s.tokens + 1, "] for q of shape ", q.sizes(),
+              ", got ", row_ptr.sizes());
+  TORCH_CHECK(col_idx.dim() == 2 && col_idx.size(0) == s.heads, op, ": col_idx must be [H, nnz_max] with H = ",
+              s.heads, ", got ", col_idx.sizes());
+  s.nnz_stride = col_idx.size(1);
+  TORCH_CHECK(s.tokens < std::numeric_limits<int32_t>::max() && s.nnz_stride < std::numeric_limits<int32_t>::max(),
+              op, ": N and nnz_max must be below 2^31, got N = ", s.tokens, ", nnz_max = ", s.nnz_stride);
+  return s;
+}
+
+CsrIndices prepare_csr(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                       const AttentionShape& shape) {
+  TORCH_CHECK(row_ptr.device().is_cpu() && col_idx.device().is_cpu(), op,
+              ": row_ptr and col_idx must be CPU tensors here, got ", row_ptr.device(), " and ", col_idx.device());
+  const at::Tensor rp = row_ptr.contiguous();
+  const at::Tensor ci = col_idx.contiguous();
+  const IndexReader rpr(rp), cir(ci);
+  const int64_t H = shape.heads, N = shape.tokens, nnz = shape.nnz_stride;
+  CsrIndices out;
+  out.row_ptr = rp.scalar_type() == at::kInt ? rp : at::empty({H, N + 1}, rp.options().dtype(at::kInt));
+  out.col_idx = ci.scalar_type() == at::kInt ? ci : at::empty({H, nnz}, ci.options().dtype(at::kInt));
+  int32_t* rp32 = out.row_ptr.data_ptr<int32_t>();
+  int32_t* ci32 = out.col_idx.data_ptr<int32_t>();
+  std::vector<int64_t> seen(static_cast<size_t>(N), -1);  // row that last used key c, per head
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t base = h * (N + 1);
+    const int64_t first = rpr[base];
+    TORCH_CHECK(first >= 0, op, ": row_ptr[", h, ", 0] = ", first, " is negative");
+    for (int64_t j = 0; j < N; ++j) {
+      const int64_t a = rpr[base + j], b = rpr[base + j + 1];
+      TORCH_CHECK(b >= a, op, ": row_ptr[", h, "] must be non-decreasing, but row_ptr[", h, ", ", j + 1, "] = ", b,
+                  " < row_ptr[", h, ", ", j, "] = ", a);
+      TORCH_CHECK(b <= nnz, op, ": row_ptr[", h, ", ", j + 1, "] = ", b, " exceeds col_idx.size(1) = ", nnz);
+      out.max_row_length = std::max(out.max_row_length, b - a);
+      for (int64_t e = a; e < b; ++e) {
+        const int64_t c = cir[h * nnz + e];
+        TORCH_CHECK(c >= 0 && c < N, op, ": col_idx[", h, ", ", e, "] = ", c, " (row ", j,
+                    ") is not a token index in [0, ", N, ")");
+        TORCH_CHECK(seen[static_cast<size_t>(c)] != h * N + j, op, ": row ", j, " of head ", h, " lists key ", c,
+                    " twice");
+        seen[static_cast<size_t>(c)] = h * N + j;
+      }
+    }
+    if (rp.scalar_type() != at::kInt) {
+      for (int64_t j = 0; j <= N; ++j) rp32[base + j] = static_cast<int32_t>(rpr[base + j]);
+    }
+    if (ci.scalar_type() != at::kInt) {
+      // Only the entries rows own are read by the kernels; copy the rest too (cheap, defined).
+      for (int64_t e = 0; e < nnz; ++e) {
+        const int64_t c = cir[h * nnz + e];
+        ci32[h * nnz + e] = (c >= 0 && c < N) ? static_cast<int32_t>(c) : 0;
+      }
+    }
+  }
+  return out;
+}
+
+TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape) {
+  const int64_t H = shape.heads, N = shape.tokens, nnz = shape.nnz_stride;
+  const auto opts = csr.row_ptr.options().dtype(at::kInt);
+  TransposedCsr t;
+  t.row_ptr = at::empty({H, N + 1}, opts);
+  t.query = at::empty({H, nnz}, opts);
+  t.edge = at::empty({H, nnz}, opts);
+  const int32_t* rp = csr.row_ptr.data_ptr<int32_t>();
+  const int32_t* ci = csr.col_idx.data_ptr<int32_t>();
+  int32_t* trp = t.row_ptr.data_ptr<int32_t>();
+  int32_t* tq = t.query.data_ptr<int32_t>();
+  int32_t* te = t.edge.data_ptr<int32_t>();
+  at::parallel_for(0, H, 1, [&](int64_t h0, int64_t h1) {
+    std::vector<int32_t> cursor(static_cast<size_t>(N));
+    for (int64_t h = h0; h < h1; ++h) {
+      const int32_t* hrp = rp + h * (N + 1);
+      const int32_t* hci = ci + h * nnz;
+      int32_t* htrp = trp + h * (N + 1);
+      std::fill(htrp, htrp + N + 1, 0);
+      for (int32_t e = hrp[0]; e < hrp[N]; ++e) ++htrp[hci[e] + 1];
+      for (int64_t c = 0; c < N; ++c) htrp[c + 1] += htrp[c];
+      std::copy(htrp, htrp + N, cursor.begin());
+      for (int64_t j = 0; j < N; ++j) {
+        for (int32_t e = hrp[j]; e < hrp[j + 1]; ++e) {
+          const int32_t pos = cursor[static_cast<size_t>(hci[e])]++;
+          tq[h * nnz + pos] = static_cast<int32_t>(j);
+          te[h * nnz + pos] = e;
+        }
+      }
+    }
+  });
+  return t;
+}
+
+int64_t bytes_if_copied(const at::Tensor& made, const at::Tensor& source) {
+  if (!made.defined()) return 0;
+  if (source.defined() && made.is_alias_of(source)) return 0;
+  return static_cast<int64_t>(made.nbytes());
+}
+
+}  // namespace sparsevit::ops

@@ -1,0 +1,17 @@
+// Operator schemas of the sparsevit library (DESIGN.md section 4). Kernels register per dispatch
+// key in cpu/ (and later cuda/); autograd in autograd/.
+#include <torch/library.h>
+
+TORCH_LIBRARY(sparsevit, m) {
+  // Public, stable contract: q, k, v [B, H, N, D]; per-head CSR row_ptr [H, N+1], col_idx [H, nnz_max]
+  // (int32 or int64); softmax over each row's listed keys of scale * q.k; rows without keys give 0.
+  m.def("sparse_attention(Tensor q, Tensor k, Tensor v, Tensor row_ptr, Tensor col_idx, float scale) -> Tensor");
+  // Private: forward that also returns the per-row log-sum-exp [B, H, N] (-inf for empty rows).
+  m.def(
+      "_sparse_attention_forward(Tensor q, Tensor k, Tensor v, Tensor row_ptr, Tensor col_idx, float scale)"
+      " -> (Tensor out, Tensor lse)");
+  // Private: gradients for q, k, v from the saved output and log-sum-exp (flash style).
+  m.def(
+      "_sparse_attention_backward(Tensor grad_out, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse,"
+      " Tensor row_ptr, Tensor col_idx, float scale) -> (Tensor grad_q, Tensor grad_k, Tensor grad_v)");
+}

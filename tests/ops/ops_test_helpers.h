@@ -1,0 +1,143 @@
+// Shared helpers of the operator tests: random CSR patterns, the float64 reference with its
+// gradients, and tolerance checks that print the worst element.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/masked_attention_reference.h"
+#include "ops/sparse_attention.h"
+
+namespace sparsevit::ops::testing {
+
+struct Csr {
+  at::Tensor row_ptr;  // [H, N+1]
+  at::Tensor col_idx;  // [H, nnz_max]
+};
+
+// Random pattern, different per head: each row gets a random number of distinct keys in
+// [min_keys, max_keys] (clamped to N), in random order when `shuffle_keys`. Padding entries of
+// col_idx hold an out-of-range token (N + 7) so a kernel that reads past a row's end fails loudly.
+inline Csr random_csr(int64_t H, int64_t N, int64_t min_keys, int64_t max_keys, uint64_t seed,
+                      at::ScalarType index_type = at::kInt, bool shuffle_keys = false) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<int64_t>> rows_ptr(H), cols(H);
+  int64_t nnz_max = 0;
+  std::vector<int64_t> perm(N);
+  for (int64_t h = 0; h < H; ++h) {
+    rows_ptr[h].push_back(0);
+    for (int64_t j = 0; j < N; ++j) {
+      const int64_t lo = std::min(min_keys, N), hi = std::min(max_keys, N);
+      const int64_t n = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+      for (int64_t i = 0; i < N; ++i) perm[i] = i;
+      for (int64_t i = 0; i < n; ++i) std::swap(perm[i], perm[i + static_cast<int64_t>(rng() % (N - i))]);
+      std::vector<int64_t> keys(perm.begin(), perm.begin() + n);
+      if (!shuffle_keys) std::sort(keys.begin(), keys.end());
+      cols[h].insert(cols[h].end(), keys.begin(), keys.end());
+      rows_ptr[h].push_back(static_cast<int64_t>(cols[h].size()));
+    }
+    nnz_max = std::max<int64_t>(nnz_max, static_cast<int64_t>(cols[h].size()));
+  }
+  const int64_t stride = nnz_max + 3;  // extra padding on every head
+  Csr csr;
+  csr.row_ptr = at::empty({H, N + 1}, at::kLong);
+  csr.col_idx = at::full({H, stride}, N + 7, at::kLong);
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t j = 0; j <= N; ++j) csr.row_ptr[h][j] = rows_ptr[h][j];
+    for (size_t e = 0; e < cols[h].size(); ++e) csr.col_idx[h][static_cast<int64_t>(e)] = cols[h][e];
+  }
+  csr.row_ptr = csr.row_ptr.to(index_type);
+  csr.col_idx = csr.col_idx.to(index_type);
+  return csr;
+}
+
+struct Result {
+  at::Tensor out, dq, dk, dv;
+};
+
+// Output and gradients of sum(out * grad_out) for the operator (inputs of dtype `dtype`).
+inline Result run_op(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Csr& csr, double scale,
+                     const at::Tensor& grad_out) {
+  auto qg = q.detach().clone().requires_grad_(true);
+  auto kg = k.detach().clone().requires_grad_(true);
+  auto vg = v.detach().clone().requires_grad_(true);
+  Result r;
+  r.out = sparse_attention(qg, kg, vg, csr.row_ptr, csr.col_idx, scale);
+  auto grads = torch::autograd::grad({r.out}, {qg, kg, vg}, {grad_out.to(r.out.scalar_type())});
+  r.dq = grads[0];
+  r.dk = grads[1];
+  r.dv = grads[2];
+  r.out = r.out.detach();
+  return r;
+}
+
+// The float64 dense masked reference and its autograd gradients.
+inline Result run_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Csr& csr,
+                            double scale, const at::Tensor& grad_out) {
+  auto qg = q.detach().to(at::kDouble).requires_grad_(true);
+  auto kg = k.detach().to(at::kDouble).requires_grad_(true);
+  auto vg = v.detach().to(at::kDouble).requires_grad_(true);
+  Result r;
+  r.out = masked_attention_reference(qg, kg, vg, csr.row_ptr, csr.col_idx, scale);
+  auto grads = torch::autograd::grad({r.out}, {qg, kg, vg}, {grad_out.to(at::kDouble)});
+  r.dq = grads[0];
+  r.dk = grads[1];
+  r.dv = grads[2];
+  r.out = r.out.detach();
+  return r;
+}
+
+// |got - want| <= atol + rtol * |want| everywhere; on failure names the worst element.
+inline ::testing::AssertionResult all_close(const at::Tensor& got, const at::Tensor& want, double rtol, double atol,
+                                            const std::string& what) {
+  if (got.sizes() != want.sizes()) {
+    return ::testing::AssertionFailure() << what << ": shape " << got.sizes() << " != " << want.sizes();
+  }
+  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+  if (!g.isfinite().all().item<bool>()) return ::testing::AssertionFailure() << what << ": non-finite values";
+  const at::Tensor excess = (g - w).abs() - (atol + rtol * w.abs());
+  const double worst = excess.numel() ? excess.max().item<double>() : -1.0;
+  if (worst > 0) {
+    const int64_t i = excess.flatten().argmax().item<int64_t>();
+    return ::testing::AssertionFailure() << what << ": element " << i << " got " << g.flatten()[i].item<double>()
+                                         << " want " << w.flatten()[i].item<double>() << " (rtol " << rtol
+                                         << ", atol " << atol << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Tolerances, per compute dtype, against the float64 reference with O(1) inputs (randn).
+struct Tolerance {
+  double rtol, atol;
+};
+inline Tolerance forward_tolerance(at::ScalarType t) {
+  if (t == at::kDouble) return {1e-10, 1e-12};
+  if (t == at::kBFloat16) return {2e-2, 2e-2};
+  return {1e-4, 1e-5};  // float32: accumulation over <= N keys, ~2 ulp exp
+}
+inline Tolerance grad_tolerance(at::ScalarType t) {
+  if (t == at::kDouble) return {1e-9, 1e-11};
+  if (t == at::kBFloat16) return {5e-2, 5e-2};
+  return {1e-3, 1e-4};
+}
+
+inline ::testing::AssertionResult matches_reference(const Result& got, const Result& want, at::ScalarType t,
+                                                    const std::string& what) {
+  const Tolerance f = forward_tolerance(t), g = grad_tolerance(t);
+  auto r = all_close(got.out, want.out, f.rtol, f.atol, what + " out");
+  if (!r) return r;
+  r = all_close(got.dq, want.dq, g.rtol, g.atol, what + " dq");
+  if (!r) return r;
+  r = all_close(got.dk, want.dk, g.rtol, g.atol, what + " dk");
+  if (!r) return r;
+  return all_close(got.dv, want.dv, g.rtol, g.atol, what + " dv");
+}
+
+}  // namespace sparsevit::ops::testing
