@@ -3,6 +3,9 @@
 #pragma once
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <array>
 
 #include <cstdint>
 #include <memory>
@@ -30,6 +33,22 @@ class AttentionModule : public torch::nn::Module {
   virtual std::string kernel_name() const = 0;
   // Pairs computed per head per sample in forward (N^2 when dense): feeds the FLOP reports.
   virtual double computed_pairs_per_head(int64_t num_tokens) const = 0;
+};
+
+// The shared part of every backend: the dense qkv projection into heads and the output
+// projection back (timm's parameter names `qkv` and `proj`).
+class QkvAttention : public AttentionModule {
+ protected:
+  explicit QkvAttention(const AttentionDims& dims);
+  // x [B, N, C] -> q, k, v, each [B, H, N, D].
+  std::array<at::Tensor, 3> project_qkv(const at::Tensor& x);
+  // heads [B, H, N, D] -> [B, N, C] through `proj`.
+  at::Tensor project_out(const at::Tensor& heads);
+
+  int64_t num_heads_, head_dim_;
+  double scale_;  // 1 / sqrt(head_dim)
+  torch::nn::Linear qkv_{nullptr};
+  torch::nn::Linear proj_{nullptr};
 };
 
 // Builds the module for one layer from the spec; `layer_pattern` is that layer's static

@@ -31,15 +31,7 @@ at::Tensor topk_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
 }
 
 TopkAttention::TopkAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs, int64_t query_chunk)
-    : num_heads_(dims.num_heads), head_dim_(dims.dim / dims.num_heads), query_chunk_(query_chunk),
-      kwargs_(std::move(kwargs)) {
-  if (dims.num_heads < 1 || dims.dim % dims.num_heads != 0)
-    throw UsageError("attention: dim " + std::to_string(dims.dim) + " is not divisible by " +
-                     std::to_string(dims.num_heads) + " heads");
-  scale_ = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dims.dim, 3 * dims.dim).bias(dims.qkv_bias)));
-  proj_ = register_module("proj", torch::nn::Linear(dims.dim, dims.dim));
-}
+    : QkvAttention(dims), query_chunk_(query_chunk), kwargs_(std::move(kwargs)) {}
 
 int64_t TopkAttention::keys_per_query(int64_t num_tokens) const {
   const patterns::MaskContext ctx{static_cast<int32_t>(num_tokens), static_cast<int32_t>(num_heads_), 0, 1, 1};
@@ -52,10 +44,8 @@ double TopkAttention::computed_pairs_per_head(int64_t num_tokens) const {
 }
 
 at::Tensor TopkAttention::forward(const at::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
-  const at::Tensor qkv = qkv_->forward(x).reshape({B, N, 3, num_heads_, head_dim_}).permute({2, 0, 3, 1, 4});
-  const at::Tensor out = topk_attention(qkv[0], qkv[1], qkv[2], keys_per_query(N), scale_, query_chunk_);
-  return proj_->forward(out.transpose(1, 2).reshape({B, N, C}));
+  const auto [q, k, v] = project_qkv(x);
+  return project_out(topk_attention(q, k, v, keys_per_query(x.size(1)), scale_, query_chunk_));
 }
 
 }  // namespace sparsevit::attention

@@ -3,14 +3,12 @@
 // Queries are processed in chunks, so beyond one chunk's scores memory is O(B*H*N*k).
 #pragma once
 
-#include <torch/nn/modules/linear.h>
-
 #include "attention/attention.h"
 #include "patterns/mask_kwargs.h"
 
 namespace sparsevit::attention {
 
-class TopkAttention : public AttentionModule {
+class TopkAttention : public QkvAttention {
  public:
   TopkAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs, int64_t query_chunk = 64);
 
@@ -22,11 +20,9 @@ class TopkAttention : public AttentionModule {
   int64_t keys_per_query(int64_t num_tokens) const;
 
  private:
-  int64_t num_heads_, head_dim_, query_chunk_;
-  double scale_, progress_ = 0.0;
+  int64_t query_chunk_;
+  double progress_ = 0.0;
   patterns::MaskKwargs kwargs_;
-  torch::nn::Linear qkv_{nullptr};
-  torch::nn::Linear proj_{nullptr};
 };
 
 // The top-k attention of q, k, v [B, H, N, D] (exposed for tests).

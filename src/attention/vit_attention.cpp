@@ -13,13 +13,7 @@ namespace sparsevit::attention {
 
 VitAttention::VitAttention(const AttentionDims& dims, std::optional<patterns::Pattern> pattern,
                            const std::string& kernel)
-    : num_heads_(dims.num_heads), head_dim_(dims.dim / dims.num_heads), pattern_(std::move(pattern)) {
-  if (dims.num_heads < 1 || dims.dim % dims.num_heads != 0)
-    throw UsageError("attention: dim " + std::to_string(dims.dim) + " is not divisible by " +
-                     std::to_string(dims.num_heads) + " heads");
-  scale_ = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dims.dim, 3 * dims.dim).bias(dims.qkv_bias)));
-  proj_ = register_module("proj", torch::nn::Linear(dims.dim, dims.dim));
+    : QkvAttention(dims), pattern_(std::move(pattern)) {
   attn_drop_ = register_module("attn_drop", torch::nn::Dropout(dims.attn_drop));
   proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
 
@@ -47,13 +41,11 @@ double VitAttention::computed_pairs_per_head(int64_t num_tokens) const {
 }
 
 at::Tensor VitAttention::forward(const at::Tensor& x) {
-  const int64_t B = x.size(0), N = x.size(1), C = x.size(2);
+  const int64_t N = x.size(1);
   if (pattern_ && pattern_->num_tokens() != N)
     throw UsageError("attention: the pattern was built for " + std::to_string(pattern_->num_tokens()) +
                      " tokens, the input has " + std::to_string(N));
-  // [B, N, 3C] -> 3 x [B, H, N, D]
-  const at::Tensor qkv = qkv_->forward(x).reshape({B, N, 3, num_heads_, head_dim_}).permute({2, 0, 3, 1, 4});
-  const at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
+  const auto [q, k, v] = project_qkv(x);
   at::Tensor out;
   if (kernel_ == "sparse") {
     out = ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
@@ -63,8 +55,7 @@ at::Tensor VitAttention::forward(const at::Tensor& x) {
     const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
     out = at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
   }
-  out = out.transpose(1, 2).reshape({B, N, C});
-  return proj_drop_->forward(proj_->forward(out));
+  return proj_drop_->forward(project_out(out));
 }
 
 }  // namespace sparsevit::attention

@@ -4,13 +4,12 @@
 #pragma once
 
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
 
 #include "attention/attention.h"
 
 namespace sparsevit::attention {
 
-class VitAttention : public AttentionModule {
+class VitAttention : public QkvAttention {
  public:
   VitAttention(const AttentionDims& dims, std::optional<patterns::Pattern> pattern, const std::string& kernel);
 
@@ -20,13 +19,8 @@ class VitAttention : public AttentionModule {
   const std::optional<patterns::Pattern>& pattern() const { return pattern_; }
 
  private:
-  int64_t num_heads_;
-  int64_t head_dim_;
-  double scale_;
   std::string kernel_;  // resolved: dense | masked | sparse
   std::optional<patterns::Pattern> pattern_;
-  torch::nn::Linear qkv_{nullptr};
-  torch::nn::Linear proj_{nullptr};
   torch::nn::Dropout attn_drop_{nullptr};
   torch::nn::Dropout proj_drop_{nullptr};
   // The pattern as buffers, so checkpoints carry the exact pattern the model trained with.
