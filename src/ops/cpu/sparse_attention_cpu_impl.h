@@ -57,20 +57,27 @@ inline V<T> vsplat(T x) {
   return V<T>{} + x;
 }
 
-// Horizontal sum by halving the register: zmm -> ymm -> xmm -> scalar.
+// Horizontal sum by halving the register (zmm -> ymm -> xmm -> ...), all in registers.
 template <typename T, int Bytes>
 inline T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
-  if constexpr (Bytes == static_cast<int>(sizeof(T))) {
+  constexpr int n = Bytes / static_cast<int>(sizeof(T));
+  if constexpr (n == 1) {
     return v[0];
-  } else if constexpr (Bytes <= 16) {
-    T s = v[0];
-    for (int i = 1; i < Bytes / static_cast<int>(sizeof(T)); ++i) s += v[i];
-    return s;
+  } else if constexpr (n == 2) {
+    return v[0] + v[1];
+  } else if constexpr (n == 4) {
+    const auto lo = __builtin_shufflevector(v, v, 0, 1);
+    const auto hi = __builtin_shufflevector(v, v, 2, 3);
+    const auto s = lo + hi;
+    return s[0] + s[1];
+  } else if constexpr (n == 8) {
+    const auto lo = __builtin_shufflevector(v, v, 0, 1, 2, 3);
+    const auto hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+    return hsum_bytes<T, Bytes / 2>(lo + hi);
   } else {
-    typedef typename VecType<T, Bytes / 2>::type H;
-    H lo, hi;
-    std::memcpy(&lo, &v, sizeof(H));
-    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    static_assert(n == 16, "vector of 16 lanes at most");
+    const auto lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+    const auto hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
     return hsum_bytes<T, Bytes / 2>(lo + hi);
   }
 }
@@ -236,38 +243,145 @@ inline double exp_affine_inplace(double* x, int64_t n, double a, double b) {
   return s;
 }
 
-template <typename T>
-inline T row_max(const T* x, int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t t = 0; t < n; ++t) m = x[t] > m ? x[t] : m;
-  return m;
+
+// ---- fixed-D row primitives ------------------------------------------------------------------
+//
+// Dim<kD> carries the head dimension: kD > 0 is a compile-time D that is a multiple of the vector
+// width, so a query (or output) row lives in registers across all of a row's keys; kD == 0 is the
+// generic runtime-D path (any D, scalar tail).
+
+template <typename T, int kD>
+struct FixedRow {
+  static constexpr int kW = static_cast<int>(kLanes<T>);
+  static constexpr int kC = kD / kW;  // vectors per row
+  static_assert(kD % kW == 0 && kC > 0, "fixed D must be a multiple of the vector width");
+
+  V<T> r[kC];
+  inline void load(const T* p) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) r[c] = vload(p + c * kW);
+  }
+  inline void zero() {
+#pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) r[c] = V<T>{};
+  }
+  inline void store(T* p, T s) const {
+    const V<T> sv = vsplat(s);
+#pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) vstore(p + c * kW, r[c] * sv);
+  }
+  inline void add(const FixedRow& o) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) r[c] += o.r[c];
+  }
+  // this . y
+  inline T dot(const T* y) const {
+    V<T> a = r[0] * vload(y);
+#pragma GCC unroll 16
+    for (int c = 1; c < kC; ++c) a += r[c] * vload(y + c * kW);
+    return hsum<T>(a);
+  }
+  // this += w * y
+  inline void axpy(T w, const T* y) {
+    const V<T> wv = vsplat(w);
+#pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) r[c] += wv * vload(y + c * kW);
+  }
+};
+
+// s[t] = x . base[idx[t] * D] with x held in registers.
+template <typename T, int kD>
+inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, T* s) {
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    const T* y0 = base + static_cast<int64_t>(idx[t]) * kD;
+    const T* y1 = base + static_cast<int64_t>(idx[t + 1]) * kD;
+    const T* y2 = base + static_cast<int64_t>(idx[t + 2]) * kD;
+    const T* y3 = base + static_cast<int64_t>(idx[t + 3]) * kD;
+    s[t] = x.dot(y0);
+    s[t + 1] = x.dot(y1);
+    s[t + 2] = x.dot(y2);
+    s[t + 3] = x.dot(y3);
+  }
+  for (; t < n; ++t) s[t] = x.dot(base + static_cast<int64_t>(idx[t]) * kD);
 }
+
+// acc = sum_t c[t or cidx[t]] * base[idx[t] * D]; two accumulator sets (even/odd terms) keep
+// twice as many independent FMA chains in flight, combined once at the end.
+template <typename T, int kD>
+inline void fixed_gather_weighted_sum(FixedRow<T, kD>& acc, const T* c, const int32_t* cidx, const int32_t* idx,
+                                      int64_t n, const T* base) {
+  FixedRow<T, kD> a0, a1;
+  a0.zero();
+  a1.zero();
+  int64_t t = 0;
+  for (; t + 2 <= n; t += 2) {
+    a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * kD);
+    a1.axpy(cidx ? c[cidx[t + 1]] : c[t + 1], base + static_cast<int64_t>(idx[t + 1]) * kD);
+  }
+  if (t < n) a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * kD);
+  a0.add(a1);
+  acc = a0;
+}
+
+// Iterates flat rows [begin, end) as (bh, j, h) without a division per row.
+struct RowCursor {
+  int64_t r, bh, j, h;
+  const int64_t N, H;
+  RowCursor(int64_t begin, int64_t tokens, int64_t heads)
+      : r(begin), bh(begin / tokens), j(begin - (begin / tokens) * tokens), h((begin / tokens) % heads), N(tokens),
+        H(heads) {}
+  inline void next() {
+    ++r;
+    if (++j == N) {
+      j = 0;
+      ++bh;
+      if (++h == H) h = 0;
+    }
+  }
+};
 
 // ---- forward ----------------------------------------------------------------------------------
 
-template <typename T>
-void forward_rows(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
-  const int64_t N = p.tokens, D = p.dim, H = p.heads;
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t bh = r / N, j = r - bh * N, h = bh % H;
-    const int32_t* rp = p.row_ptr + h * (N + 1);
-    const int64_t start = rp[j], nk = rp[j + 1] - start;
+template <typename T, int kD>
+void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
+  const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
+  for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
+    const int64_t r = rc.r, bh = rc.bh;
+    const int32_t* rp = p.row_ptr + rc.h * (N + 1);
+    const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
     T* o = p.out + r * D;
     if (nk == 0) {
       zero_row(o, D);
       p.lse[r] = -std::numeric_limits<T>::infinity();
       continue;
     }
-    const int32_t* keys = p.col_idx + h * p.nnz_stride + start;
+    const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
     const T* kb = p.k + bh * N * D;
     const T* vb = p.v + bh * N * D;
-    gather_dots(p.q + r * D, keys, nk, kb, D, scores);
+    if constexpr (kD > 0) {
+      FixedRow<T, kD> qr;
+      qr.load(p.q + r * D);
+      fixed_gather_dots(qr, keys, nk, kb, scores);
+    } else {
+      gather_dots(p.q + r * D, keys, nk, kb, D, scores);
+    }
     // Softmax over scale * (q . k): max-subtracted, so logits of any magnitude stay finite.
-    for (int64_t t = 0; t < nk; ++t) scores[t] *= p.scale;
-    const T m = row_max(scores, nk);
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t t = 0; t < nk; ++t) {
+      scores[t] *= p.scale;
+      m = scores[t] > m ? scores[t] : m;
+    }
     const T sum = exp_affine_inplace(scores, nk, T(1), m);
-    gather_weighted_sum(o, scores, static_cast<const int32_t*>(nullptr), keys, nk, vb, D);
-    scale_row(o, T(1) / sum, D);
+    if constexpr (kD > 0) {
+      FixedRow<T, kD> acc;
+      fixed_gather_weighted_sum(acc, static_cast<const T*>(scores), static_cast<const int32_t*>(nullptr), keys, nk,
+                                vb);
+      acc.store(o, T(1) / sum);
+    } else {
+      gather_weighted_sum(o, scores, static_cast<const int32_t*>(nullptr), keys, nk, vb, D);
+      scale_row(o, T(1) / sum, D);
+    }
     p.lse[r] = m + std::log(sum);
   }
 }
@@ -276,43 +390,59 @@ void forward_rows(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scor
 
 // Per query row j: P_jk = exp(scale * q_j.k_k - lse_j), dP_jk = dO_j.v_k, Di = dO_j.O_j,
 // dS_jk = P_jk (dP_jk - Di), dQ_j = scale * sum_k dS_jk k_k. P and dS go to the edge buffers.
-template <typename T>
-void backward_query_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  const int64_t N = p.tokens, D = p.dim, H = p.heads;
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t bh = r / N, j = r - bh * N, h = bh % H;
-    const int32_t* rp = p.row_ptr + h * (N + 1);
-    const int64_t start = rp[j], nk = rp[j + 1] - start;
+template <typename T, int kD>
+void backward_query_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
+  for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
+    const int64_t r = rc.r, bh = rc.bh;
+    const int32_t* rp = p.row_ptr + rc.h * (N + 1);
+    const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
     T* dq = p.grad_q + r * D;
     if (nk == 0) {
       zero_row(dq, D);
       continue;
     }
-    const int32_t* keys = p.col_idx + h * p.nnz_stride + start;
+    const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
     const T* kb = p.k + bh * N * D;
     const T* vb = p.v + bh * N * D;
     const T* doj = p.grad_out + r * D;
     T* P = p.edge_p + bh * p.nnz_stride + start;
     T* dS = p.edge_ds + bh * p.nnz_stride + start;
-    const T di = dot1(doj, p.out + r * D, D);
-    gather_dots(p.q + r * D, keys, nk, kb, D, P);
-    gather_dots(doj, keys, nk, vb, D, dS);
+    T di;
+    if constexpr (kD > 0) {
+      FixedRow<T, kD> qr, dor;
+      qr.load(p.q + r * D);
+      dor.load(doj);
+      di = dor.dot(p.out + r * D);
+      fixed_gather_dots(qr, keys, nk, kb, P);
+      fixed_gather_dots(dor, keys, nk, vb, dS);
+    } else {
+      di = dot1(doj, p.out + r * D, D);
+      gather_dots(p.q + r * D, keys, nk, kb, D, P);
+      gather_dots(doj, keys, nk, vb, D, dS);
+    }
     exp_affine_inplace(P, nk, p.scale, p.lse[r]);
     for (int64_t t = 0; t < nk; ++t) dS[t] = P[t] * (dS[t] - di);
-    gather_weighted_sum(dq, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb, D);
-    scale_row(dq, p.scale, D);
+    if constexpr (kD > 0) {
+      FixedRow<T, kD> acc;
+      fixed_gather_weighted_sum(acc, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb);
+      acc.store(dq, p.scale);
+    } else {
+      gather_weighted_sum(dq, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb, D);
+      scale_row(dq, p.scale, D);
+    }
   }
 }
 
 // Per key k: dV_k = sum_j P_jk dO_j, dK_k = scale * sum_j dS_jk q_j over the transposed CSR,
 // queries in increasing order: a fixed order, no atomics, each output row owned by one call.
-template <typename T>
-void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  const int64_t N = p.tokens, D = p.dim, H = p.heads;
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t bh = r / N, kk = r - bh * N, h = bh % H;
-    const int32_t* trp = p.t_row_ptr + h * (N + 1);
-    const int64_t start = trp[kk], nq = trp[kk + 1] - start;
+template <typename T, int kD>
+void backward_key_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
+  for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
+    const int64_t r = rc.r, bh = rc.bh;
+    const int32_t* trp = p.t_row_ptr + rc.h * (N + 1);
+    const int64_t start = trp[rc.j], nq = trp[rc.j + 1] - start;
     T* dk = p.grad_k + r * D;
     T* dv = p.grad_v + r * D;
     if (nq == 0) {
@@ -320,14 +450,59 @@ void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
       zero_row(dv, D);
       continue;
     }
-    const int32_t* queries = p.t_query + h * p.nnz_stride + start;
-    const int32_t* edges = p.t_edge + h * p.nnz_stride + start;
+    const int32_t* queries = p.t_query + rc.h * p.nnz_stride + start;
+    const int32_t* edges = p.t_edge + rc.h * p.nnz_stride + start;
     const T* P = p.edge_p + bh * p.nnz_stride;
     const T* dS = p.edge_ds + bh * p.nnz_stride;
-    gather_weighted_sum(dv, P, edges, queries, nq, p.grad_out + bh * N * D, D);
-    gather_weighted_sum(dk, dS, edges, queries, nq, p.q + bh * N * D, D);
-    scale_row(dk, p.scale, D);
+    if constexpr (kD > 0) {
+      FixedRow<T, kD> acc;
+      fixed_gather_weighted_sum(acc, P, edges, queries, nq, p.grad_out + bh * N * D);
+      acc.store(dv, T(1));
+      fixed_gather_weighted_sum(acc, dS, edges, queries, nq, p.q + bh * N * D);
+      acc.store(dk, p.scale);
+    } else {
+      gather_weighted_sum(dv, P, edges, queries, nq, p.grad_out + bh * N * D, D);
+      gather_weighted_sum(dk, dS, edges, queries, nq, p.q + bh * N * D, D);
+      scale_row(dk, p.scale, D);
+    }
   }
+}
+
+// Compile-time D for the common head sizes (when a multiple of the vector width), else generic.
+template <typename T, template <typename, int> class Kernel, typename... Args>
+void dispatch_dim(int64_t dim, Args&&... args) {
+  constexpr int64_t W = kLanes<T>;
+  if (dim == 64 && 64 % W == 0) return Kernel<T, (64 % W == 0) ? 64 : 0>::run(args...);
+  if (dim == 32 && 32 % W == 0) return Kernel<T, (32 % W == 0) ? 32 : 0>::run(args...);
+  if (dim == 128 && 128 % W == 0) return Kernel<T, (128 % W == 0) ? 128 : 0>::run(args...);
+  if (dim == 16 && 16 % W == 0) return Kernel<T, (16 % W == 0) ? 16 : 0>::run(args...);
+  return Kernel<T, 0>::run(args...);
+}
+
+template <typename T, int kD>
+struct ForwardKernel {
+  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) { forward_rows_impl<T, kD>(p, b, e, s); }
+};
+template <typename T, int kD>
+struct QueryKernel {
+  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) { backward_query_rows_impl<T, kD>(p, b, e); }
+};
+template <typename T, int kD>
+struct KeyKernel {
+  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) { backward_key_rows_impl<T, kD>(p, b, e); }
+};
+
+template <typename T>
+void forward_rows(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
+  dispatch_dim<T, ForwardKernel>(p.dim, p, begin, end, scores);
+}
+template <typename T>
+void backward_query_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, QueryKernel>(p.dim, p, begin, end);
+}
+template <typename T>
+void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, KeyKernel>(p.dim, p, begin, end);
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+// Kernel benchmarks: LibTorch dense attention, dense masked attention and the sparse operator on
+// a Fibottention pattern (w_min 5, w_max = N/3), N in {197, 577, 1025, 3137}, H = 12, D = 64, B = 1,
+// forward and forward+backward. Counters: density, ideal_speedup (1/density), GFLOP/s (a
+// multiply-add counts 2; dense counts all N^2 pairs, sparse only the pattern's edges).
+//
+//   build/sparse_attention_bench --benchmark_filter='/197/' [--threads via SPARSEVIT_BENCH_THREADS]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "ops/masked_attention_reference.h"
+#include "ops/sparse_attention.h"
+#include "patterns/mask_registry.h"
+
+namespace {
+
+constexpr int64_t kHeads = 12, kDim = 64, kBatch = 1;
+
+enum Method { kDense = 0, kMasked = 1, kSparse = 2 };
+
+struct Problem {
+  sparsevit::ops::PatternTensors pattern;
+  at::Tensor mask, q, k, v, go, qg, kg, vg;
+};
+
+const Problem& problem(int64_t N) {
+  static std::map<int64_t, Problem> cache;
+  auto it = cache.find(N);
+  if (it != cache.end()) return it->second;
+  sparsevit::patterns::MaskKwargs kw;
+  kw.set_scalar("w_min", "5").set_scalar("w_max", std::to_string(N / 3));
+  const auto pattern = sparsevit::patterns::build_mask(
+      "fibo", sparsevit::patterns::MaskContext{static_cast<int32_t>(N), static_cast<int32_t>(kHeads), 0, 12, 1}, kw);
+  Problem p;
+  p.pattern = sparsevit::ops::PatternTensors::from_pattern(pattern);
+  p.mask = sparsevit::ops::csr_to_dense_mask(p.pattern.row_ptr, p.pattern.col_idx, N);
+  at::manual_seed(0);
+  p.q = at::randn({kBatch, kHeads, N, kDim});
+  p.k = at::randn({kBatch, kHeads, N, kDim});
+  p.v = at::randn({kBatch, kHeads, N, kDim});
+  p.go = at::randn({kBatch, kHeads, N, kDim});
+  p.qg = p.q.detach().requires_grad_(true);
+  p.kg = p.k.detach().requires_grad_(true);
+  p.vg = p.v.detach().requires_grad_(true);
+  return cache.emplace(N, std::move(p)).first->second;
+}
+
+at::Tensor attend(Method m, const Problem& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  const double scale = sparsevit::ops::default_scale(kDim);
+  switch (m) {
+    case kDense:
+      return sparsevit::ops::dense_attention(q, k, v, scale);
+    case kMasked:
+      return sparsevit::ops::masked_attention(q, k, v, p.mask, scale);
+    default:
+      return sparsevit::ops::sparse_attention(q, k, v, p.pattern, scale);
+  }
+}
+
+void BM_Attention(benchmark::State& state) {
+  const auto method = static_cast<Method>(state.range(0));
+  const int64_t N = state.range(1);
+  const bool backward = state.range(2) != 0;
+  if (const char* t = std::getenv("SPARSEVIT_BENCH_THREADS")) at::set_num_threads(std::atoi(t));
+  const Problem& p = problem(N);
+  for (auto _ : state) {
+    if (backward) {
+      at::Tensor out = attend(method, p, p.qg, p.kg, p.vg);
+      auto grads = torch::autograd::grad({out}, {p.qg, p.kg, p.vg}, {p.go});
+      benchmark::DoNotOptimize(grads[0].data_ptr());
+    } else {
+      c10::InferenceMode guard;
+      at::Tensor out = attend(method, p, p.q, p.k, p.v);
+      benchmark::DoNotOptimize(out.data_ptr());
+    }
+  }
+  const double density = p.pattern.density();
+  const double pairs = method == kSparse ? static_cast<double>(p.pattern.total_edges)
+                                         : static_cast<double>(kHeads) * static_cast<double>(N) * static_cast<double>(N);
+  const double flop_per_pair = (backward ? (method == kSparse ? 14.0 : 12.0) : 4.0) * kDim;
+  state.counters["density"] = density;
+  state.counters["ideal_speedup"] = 1.0 / density;
+  state.counters["threads"] = at::get_num_threads();
+  state.counters["GFLOP/s"] = benchmark::Counter(flop_per_pair * pairs * kBatch / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(method == kDense ? "dense" : method == kMasked ? "masked" : "sparse") +
+                 (backward ? " fwd+bwd" : " fwd"));
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int64_t backward : {0, 1})
+    for (int64_t N : {197, 577, 1025, 3137})
+      for (int64_t m : {kDense, kMasked, kSparse}) b->Args({m, N, backward});
+  b->ArgNames({"method", "N", "backward"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(BM_Attention)->Apply(Args);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,77 @@
+#include "ops/cpu_memory_tracker.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace sparsevit::ops {
+namespace {
+
+std::atomic<int64_t> g_current{0};
+std::atomic<int64_t> g_peak{0};
+std::atomic<bool> g_installed{false};
+
+void add_bytes(int64_t n) {
+  const int64_t now = g_current.fetch_add(n) + n;
+  int64_t peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+struct Record {
+  c10::DataPtr inner;
+  int64_t bytes;
+};
+
+void delete_record(void* ctx) {
+  auto* r = static_cast<Record*>(ctx);
+  g_current.fetch_sub(r->bytes);
+  delete r;  // frees the inner allocation through its own deleter
+}
+
+class TrackingAllocator final : public c10::Allocator {
+ public:
+  explicit TrackingAllocator(c10::Allocator* base) : base_(base) {}
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return wrap(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
+  c10::DataPtr allocate(size_t n) const override { return wrap(n); }
+#endif
+
+ private:
+  c10::DataPtr wrap(size_t n) const {
+    c10::DataPtr inner = base_->allocate(n);
+    void* data = inner.get();
+    const c10::Device device = inner.device();
+    auto* record = new Record{std::move(inner), static_cast<int64_t>(n)};
+    add_bytes(record->bytes);
+    return c10::DataPtr(data, record, &delete_record, device);
+  }
+
+  c10::Allocator* base_;
+};
+
+}  // namespace
+
+void CpuMemoryTracker::install() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static TrackingAllocator tracker(c10::GetCPUAllocator());
+    c10::SetCPUAllocator(&tracker, /*priority=*/100);
+    g_installed = true;
+  });
+}
+
+bool CpuMemoryTracker::installed() { return g_installed.load(); }
+int64_t CpuMemoryTracker::current_bytes() { return g_current.load(); }
+int64_t CpuMemoryTracker::peak_bytes() { return g_peak.load(); }
+void CpuMemoryTracker::reset_peak() { g_peak.store(g_current.load()); }
+
+}  // namespace sparsevit::ops
