@@ -9,7 +9,12 @@ namespace sparsevit::cli {
 
 void register_masks_command(CLI::App& app);
 void register_flops_command(CLI::App& app);
-#ifdef SPARSEVIT_HAVE_OPS
+#ifdef SPARSEVIT_HAVE_TRAIN
+void register_finetune_command(CLI::App& app);
+// Applies `finetune/eval --config FILE` to the options before the command line is parsed.
+void apply_train_config_file(CLI::App& app, int argc, char** argv);
+#endif
+#ifdef SPARSEVIT_HAVE_BENCH
 void register_bench_command(CLI::App& app);
 #endif
 

@@ -29,10 +29,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "sparsevit 0.1.0");
   sparsevit::cli::register_masks_command(app);
   sparsevit::cli::register_flops_command(app);
-#ifdef SPARSEVIT_HAVE_OPS
+#ifdef SPARSEVIT_HAVE_BENCH
   sparsevit::cli::register_bench_command(app);
 #endif
+#ifdef SPARSEVIT_HAVE_TRAIN
+  sparsevit::cli::register_finetune_command(app);
+#endif
   try {
+#ifdef SPARSEVIT_HAVE_TRAIN
+    sparsevit::cli::apply_train_config_file(app, argc, argv);
+#endif
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
