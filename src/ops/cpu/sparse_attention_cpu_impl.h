@@ -18,6 +18,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <utility>
+#include <algorithm>
 
 #include "ops/cpu/sparse_attention_cpu_kernels.h"
 
@@ -27,6 +30,8 @@
 #ifndef SPARSEVIT_CPU_VECTOR_BYTES
 #error "define SPARSEVIT_CPU_VECTOR_BYTES before including sparse_attention_cpu_impl.h"
 #endif
+
+#define SV_INLINE inline __attribute__((always_inline))
 
 namespace sparsevit::ops::cpu::SPARSEVIT_CPU_ISA {
 namespace {
@@ -43,23 +48,23 @@ template <typename T>
 constexpr int64_t kLanes = kVectorBytes / static_cast<int>(sizeof(T));
 
 template <typename T>
-inline V<T> vload(const T* p) {
+SV_INLINE V<T> vload(const T* p) {
   V<T> v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 template <typename T>
-inline void vstore(T* p, const V<T>& v) {
+SV_INLINE void vstore(T* p, const V<T>& v) {
   std::memcpy(p, &v, sizeof(v));
 }
 template <typename T>
-inline V<T> vsplat(T x) {
+SV_INLINE V<T> vsplat(T x) {
   return V<T>{} + x;
 }
 
 // Horizontal sum by halving the register (zmm -> ymm -> xmm -> ...), all in registers.
 template <typename T, int Bytes>
-inline T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
+SV_INLINE T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
   constexpr int n = Bytes / static_cast<int>(sizeof(T));
   if constexpr (n == 1) {
     return v[0];
@@ -82,7 +87,7 @@ inline T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
   }
 }
 template <typename T>
-inline T hsum(const V<T>& v) {
+SV_INLINE T hsum(const V<T>& v) {
   return hsum_bytes<T, kVectorBytes>(v);
 }
 
@@ -188,7 +193,7 @@ inline void gather_dots(const T* x, const int32_t* idx, int64_t n, const T* base
 typedef int32_t VI32 __attribute__((vector_size(kVectorBytes)));
 
 // Cephes expf on a register; returns 0 below -87.3 (no denormals) and propagates NaN.
-inline V<float> vexp(V<float> x) {
+SV_INLINE V<float> vexp(V<float> x) {
   const V<float> lo = vsplat(-87.33654475f), hi = vsplat(88.0f);
   const VI32 underflow = x < lo;
   x = x < lo ? lo : x;
@@ -257,32 +262,32 @@ struct FixedRow {
   static_assert(kD % kW == 0 && kC > 0, "fixed D must be a multiple of the vector width");
 
   V<T> r[kC];
-  inline void load(const T* p) {
+  SV_INLINE void load(const T* p) {
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] = vload(p + c * kW);
   }
-  inline void zero() {
+  SV_INLINE void zero() {
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] = V<T>{};
   }
-  inline void store(T* p, T s) const {
+  SV_INLINE void store(T* p, T s) const {
     const V<T> sv = vsplat(s);
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) vstore(p + c * kW, r[c] * sv);
   }
-  inline void add(const FixedRow& o) {
+  SV_INLINE void add(const FixedRow& o) {
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] += o.r[c];
   }
   // this . y
-  inline T dot(const T* y) const {
+  SV_INLINE T dot(const T* y) const {
     V<T> a = r[0] * vload(y);
 #pragma GCC unroll 16
     for (int c = 1; c < kC; ++c) a += r[c] * vload(y + c * kW);
     return hsum<T>(a);
   }
   // this += w * y
-  inline void axpy(T w, const T* y) {
+  SV_INLINE void axpy(T w, const T* y) {
     const V<T> wv = vsplat(w);
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] += wv * vload(y + c * kW);
@@ -340,6 +345,271 @@ struct RowCursor {
     }
   }
 };
+
+// ---- row-block kernels ------------------------------------------------------------------------
+//
+// For a compile-time D, rows are processed in blocks of W consecutive query rows (W = vector
+// lanes), ELL style: step t takes the t-th key of every row in the block. The W dot products of
+// a step are reduced together by a transposing tree (log2 W shuffle+add levels) into one vector
+// whose lane r is row r's score, so the softmax (max, exp, sum, log-sum-exp) runs across rows in
+// whole registers. Rows shorter than the block's longest row are masked in the steps past their
+// end; rows with more than kBlockMaxKeys keys (e.g. a class token's full row) go through the
+// per-row kernel instead. Every row's result depends only on that row (the tree sums each lane's
+// partials in a fixed order), so blocking never changes the numbers.
+
+constexpr int64_t kBlockMaxKeys = 64;
+
+// Lane permutation of the transposing reduction: input vector i ends in lane kReduceLane[i].
+template <int W, int H>
+constexpr int reduce_index(int lane, bool second) {
+  const int blk = lane / H, within = lane % H;
+  return (blk % 2 ? W : 0) + (blk / 2) * 2 * H + (second ? H : 0) + within;
+}
+
+template <int W>
+struct ReduceLanes {
+  int lane_of_input[W];
+  constexpr ReduceLanes() : lane_of_input() {
+    int key[W][W] = {};  // key[v][l]: which input's partials lane l of vector v holds
+    for (int v = 0; v < W; ++v)
+      for (int l = 0; l < W; ++l) key[v][l] = v;
+    int m = W;
+    for (int h = W / 2; h >= 1; h /= 2) {
+      for (int i = 0; i < m / 2; ++i) {
+        int y[W] = {};
+        for (int l = 0; l < W; ++l) {
+          const int blk = l / h, within = l % h;
+          const int src = blk % 2 ? 2 * i + 1 : 2 * i;
+          y[l] = key[src][(blk / 2) * 2 * h + within];
+        }
+        for (int l = 0; l < W; ++l) key[i][l] = y[l];
+      }
+      m /= 2;
+    }
+    for (int l = 0; l < W; ++l) lane_of_input[key[0][l]] = l;
+  }
+};
+
+template <typename T, int W, int H, int... Is>
+SV_INLINE V<T> reduce_pair(const V<T>& a, const V<T>& b, std::integer_sequence<int, Is...>) {
+  return __builtin_shufflevector(a, b, reduce_index<W, H>(Is, false)...) +
+         __builtin_shufflevector(a, b, reduce_index<W, H>(Is, true)...);
+}
+
+template <typename T, int H>
+SV_INLINE void reduce_levels(V<T>* x, int m) {
+  if constexpr (H >= 1) {
+    constexpr int W = static_cast<int>(kLanes<T>);
+#pragma GCC unroll 16
+    for (int i = 0; i < m / 2; ++i)
+      x[i] = reduce_pair<T, W, H>(x[2 * i], x[2 * i + 1], std::make_integer_sequence<int, W>{});
+    reduce_levels<T, H / 2>(x, m / 2);
+  }
+}
+
+// x[i] holds W partial sums of input i; returns the vector of the W totals, input i in lane
+// ReduceLanes<W>().lane_of_input[i]. Destroys x.
+template <typename T>
+SV_INLINE V<T> transpose_reduce(V<T>* x) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  if constexpr (W == 1) {
+    return x[0];
+  } else {
+    reduce_levels<T, W / 2>(x, W);
+    return x[0];
+  }
+}
+
+template <typename T>
+SV_INLINE V<T> vexp_any(const V<T>& x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return vexp(x);
+  } else {
+    V<T> y;
+    for (int64_t i = 0; i < kLanes<T>; ++i) y[i] = std::exp(x[i]);
+    return y;
+  }
+}
+
+template <typename T>
+using VMask = decltype(V<T>{} < V<T>{});
+
+// The rows of one block: lanes r < n hold rows j0 + r of head h in batch-head bh.
+template <typename T>
+struct RowBlock {
+  static constexpr int W = static_cast<int>(kLanes<T>);
+  int64_t bh, j0, h, n;
+  int64_t start[W];  // CSR offset of the row's first key
+  int64_t len[W];    // keys in the block pass (0 for long or absent rows)
+  bool is_long[W];
+  int64_t steps;     // max len
+
+  // Lanes of rows past the block get len 0 and point at row j0 (any valid row) when loaded.
+  RowBlock(const int32_t* rp, int64_t bh_, int64_t j0_, int64_t h_, int64_t n_) : bh(bh_), j0(j0_), h(h_), n(n_) {
+    steps = 0;
+    for (int r = 0; r < W; ++r) {
+      start[r] = 0;
+      len[r] = 0;
+      is_long[r] = false;
+      if (r < n) {
+        start[r] = rp[j0 + r];
+        const int64_t l = rp[j0 + r + 1] - start[r];
+        is_long[r] = l > kBlockMaxKeys;
+        len[r] = is_long[r] ? 0 : l;
+        steps = len[r] > steps ? len[r] : steps;
+      }
+    }
+  }
+  // Lane r's t-th key, or key 0 (a valid row; its value is masked) past the row's end.
+  inline int64_t key(const int32_t* cols, int r, int64_t t) const { return t < len[r] ? cols[start[r] + t] : 0; }
+  inline int64_t row(int r) const { return r < n ? j0 + r : j0; }
+  inline VMask<T> active(int64_t t) const {
+    V<T> lens;
+    for (int r = 0; r < W; ++r) lens[r] = static_cast<T>(len[r]);
+    return vsplat(static_cast<T>(t)) < lens;
+  }
+};
+
+// W dot products xs[lane-row] . ys[lane-key] for step t, as one vector (lane r = row r).
+template <typename T, int kD, typename RowPtr, typename KeyPtr>
+SV_INLINE V<T> block_dots(RowPtr row_ptr, KeyPtr key_ptr) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  constexpr int C = kD / W;
+  constexpr ReduceLanes<W> lanes{};
+  V<T> acc[W];
+#pragma GCC unroll 16
+  for (int i = 0; i < W; ++i) {
+    const int r = lanes.lane_of_input[i];
+    const T* x = row_ptr(r);
+    const T* y = key_ptr(r);
+    V<T> a = vload(x) * vload(y);
+#pragma GCC unroll 16
+    for (int c = 1; c < C; ++c) a += vload(x + c * W) * vload(y + c * W);
+    acc[i] = a;
+  }
+  return transpose_reduce<T>(acc);
+}
+
+template <typename T, int kD>
+void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  const int64_t N = p.tokens;
+  const T* qb = p.q + b.bh * N * kD;
+  const T* kb = p.k + b.bh * N * kD;
+  const T* vb = p.v + b.bh * N * kD;
+  const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
+  alignas(64) T tile[kBlockMaxKeys * W];
+  const V<T> ninf = vsplat(-std::numeric_limits<T>::infinity());
+  V<T> m = ninf;
+  for (int64_t t = 0; t < b.steps; ++t) {
+    V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * kD; },
+                               [&](int r) { return kb + b.key(cols, r, t) * kD; });
+    s = b.active(t) ? s * p.scale : ninf;
+    vstore(tile + t * W, s);
+    m = s > m ? s : m;
+  }
+  const V<T> m_safe = m == ninf ? V<T>{} : m;  // rows without keys: exp(-inf - 0) = 0
+  V<T> l{};
+  for (int64_t t = 0; t < b.steps; ++t) {
+    const V<T> e = vexp_any<T>(vload(tile + t * W) - m_safe);
+    vstore(tile + t * W, e);
+    l += e;
+  }
+  alignas(64) T lv[W], mv[W];
+  vstore(lv, l);
+  vstore(mv, m);
+  for (int r = 0; r < b.n; ++r) {
+    if (b.is_long[r]) continue;
+    const int64_t row = b.bh * N + b.j0 + r;
+    T* o = p.out + row * kD;
+    if (b.len[r] == 0) {
+      zero_row(o, kD);
+      p.lse[row] = -std::numeric_limits<T>::infinity();
+      continue;
+    }
+    FixedRow<T, kD> a0, a1;
+    a0.zero();
+    a1.zero();
+    const int32_t* keys = cols + b.start[r];
+    int64_t t = 0;
+    for (; t + 2 <= b.len[r]; t += 2) {
+      a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * kD);
+      a1.axpy(tile[(t + 1) * W + r], vb + static_cast<int64_t>(keys[t + 1]) * kD);
+    }
+    if (t < b.len[r]) a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * kD);
+    a0.add(a1);
+    a0.store(o, T(1) / lv[r]);
+    p.lse[row] = mv[r] + std::log(lv[r]);
+  }
+  (void)scores;
+}
+
+template <typename T, int kD>
+void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  const int64_t N = p.tokens;
+  const int64_t base = b.bh * N;
+  const T* qb = p.q + base * kD;
+  const T* kb = p.k + base * kD;
+  const T* vb = p.v + base * kD;
+  const T* ob = p.out + base * kD;
+  const T* gb = p.grad_out + base * kD;
+  const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
+  alignas(64) T ptile[kBlockMaxKeys * W], dstile[kBlockMaxKeys * W];
+  alignas(64) T lse_l[W], di_l[W];
+  for (int r = 0; r < W; ++r) {
+    lse_l[r] = 0;
+    di_l[r] = 0;
+    if (r < b.n && b.len[r] > 0) {
+      lse_l[r] = p.lse[base + b.j0 + r];
+      FixedRow<T, kD> g;
+      g.load(gb + (b.j0 + r) * kD);
+      di_l[r] = g.dot(ob + (b.j0 + r) * kD);
+    }
+  }
+  const V<T> lse = vload(lse_l), di = vload(di_l);
+  for (int64_t t = 0; t < b.steps; ++t) {
+    const V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * kD; },
+                                     [&](int r) { return kb + b.key(cols, r, t) * kD; });
+    const V<T> dp = block_dots<T, kD>([&](int r) { return gb + b.row(r) * kD; },
+                                      [&](int r) { return vb + b.key(cols, r, t) * kD; });
+    const V<T> pr = b.active(t) ? vexp_any<T>(s * p.scale - lse) : V<T>{};
+    vstore(ptile + t * W, pr);
+    vstore(dstile + t * W, pr * (dp - di));
+  }
+  for (int r = 0; r < b.n; ++r) {
+    if (b.is_long[r]) continue;
+    const int64_t row = base + b.j0 + r;
+    T* dq = p.grad_q + row * kD;
+    const int64_t len = b.len[r];
+    if (len == 0) {
+      zero_row(dq, kD);
+      continue;
+    }
+    T* P = p.edge_p + b.bh * p.nnz_stride + b.start[r];
+    T* dS = p.edge_ds + b.bh * p.nnz_stride + b.start[r];
+    const int32_t* keys = cols + b.start[r];
+    FixedRow<T, kD> a0, a1;
+    a0.zero();
+    a1.zero();
+    int64_t t = 0;
+    for (; t + 2 <= len; t += 2) {
+      P[t] = ptile[t * W + r];
+      P[t + 1] = ptile[(t + 1) * W + r];
+      dS[t] = dstile[t * W + r];
+      dS[t + 1] = dstile[(t + 1) * W + r];
+      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * kD);
+      a1.axpy(dS[t + 1], kb + static_cast<int64_t>(keys[t + 1]) * kD);
+    }
+    if (t < len) {
+      P[t] = ptile[t * W + r];
+      dS[t] = dstile[t * W + r];
+      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * kD);
+    }
+    a0.add(a1);
+    a0.store(dq, p.scale);
+  }
+}
 
 // ---- forward ----------------------------------------------------------------------------------
 
@@ -479,13 +749,46 @@ void dispatch_dim(int64_t dim, Args&&... args) {
   return Kernel<T, 0>::run(args...);
 }
 
+// Rows [begin, end) as blocks of at most W rows within one batch-head; long rows per row.
+template <typename T, typename Block, typename Row>
+void for_each_block(int64_t begin, int64_t end, int64_t N, int64_t H, const int32_t* row_ptr, Block&& block,
+                    Row&& row) {
+  constexpr int64_t W = kLanes<T>;
+  int64_t r = begin;
+  while (r < end) {
+    const int64_t bh = r / N, j0 = r - bh * N, h = bh % H;
+    const int64_t n = std::min<int64_t>(std::min<int64_t>(W, N - j0), end - r);
+    const RowBlock<T> b(row_ptr + h * (N + 1), bh, j0, h, n);
+    block(b);
+    for (int i = 0; i < n; ++i)
+      if (b.is_long[i]) row(r + i);
+    r += n;
+  }
+}
+
 template <typename T, int kD>
 struct ForwardKernel {
-  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) { forward_rows_impl<T, kD>(p, b, e, s); }
+  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) {
+    if constexpr (kD > 0) {
+      for_each_block<T>(
+          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { forward_block<T, kD>(p, blk, s); },
+          [&](int64_t row) { forward_rows_impl<T, kD>(p, row, row + 1, s); });
+    } else {
+      forward_rows_impl<T, kD>(p, b, e, s);
+    }
+  }
 };
 template <typename T, int kD>
 struct QueryKernel {
-  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) { backward_query_rows_impl<T, kD>(p, b, e); }
+  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+    if constexpr (kD > 0) {
+      for_each_block<T>(
+          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { backward_query_block<T, kD>(p, blk); },
+          [&](int64_t row) { backward_query_rows_impl<T, kD>(p, row, row + 1); });
+    } else {
+      backward_query_rows_impl<T, kD>(p, b, e);
+    }
+  }
 };
 template <typename T, int kD>
 struct KeyKernel {
@@ -520,3 +823,5 @@ const KernelTable& table() {
 }
 
 }  // namespace sparsevit::ops::cpu::SPARSEVIT_CPU_ISA
+
+#undef SV_INLINE
