@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -57,6 +59,7 @@ struct BenchOptions {
   double max_dense_gib = 8.0;
   uint64_t seed = 0;
   bool json = false;
+  bool malloc_cache = true;
 };
 
 struct MethodResult {
@@ -118,6 +121,13 @@ void run_bench(const BenchOptions& o) {
   if (!layers.at(o.layer)) throw UsageError(fmt::format("layer {} of {} has no static pattern", o.layer, spec.source));
   const patterns::Pattern& pattern = *layers[o.layer];
 
+  if (o.malloc_cache) {
+    // Keep freed memory in the process, as a caching allocator would: glibc otherwise returns
+    // every large block to the kernel, and each run pays page faults and zeroing for its outputs
+    // and temporaries (all three methods alike). --no-malloc-cache measures glibc's defaults.
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   ops::CpuMemoryTracker::install();
@@ -240,13 +250,14 @@ void run_bench(const BenchOptions& o) {
     j["masked_peak_extra_bytes"] = masked.ran ? nlohmann::json(masked.peak_extra_bytes) : nlohmann::json();
     j["dense_estimated_bytes"] = dense_estimate;
     j["dense_skipped"] = !run_dense;
+    j["malloc_cache"] = o.malloc_cache;
     std::cout << j.dump() << std::endl;
     return;
   }
   fmt::print("sparsevit bench: mask {} ({}), layer {}, N={} H={} D={} B={}, {}, {} threads, kernel {}\n", spec.mask,
              spec.source, o.layer, N, H, D, B, o.backward ? "forward+backward" : "forward", threads, isa);
-  fmt::print("density {:.4f} ({} edges per batch element), ideal speedup {:.1f}x; median of {} after {} warm-up\n",
-             density, pt.total_edges, ideal, o.repeats, o.warmup);
+  fmt::print("density {:.4f} ({} edges per batch element), ideal speedup {:.1f}x; median of {} after {} warm-up{}\n",
+             density, pt.total_edges, ideal, o.repeats, o.warmup, o.malloc_cache ? "" : ", glibc malloc defaults");
   fmt::print("{:<8} {:>11} {:>10} {:>12} {:>16}\n", "method", "time ms", "GFLOP/s", "vs sparse", "peak extra");
   for (const MethodResult& r : results) {
     if (!r.ran) {
@@ -293,6 +304,8 @@ void register_bench_command(CLI::App& app) {
                   "skip dense and masked when their N x N buffers would exceed this")
       ->default_val(8.0)->check(CLI::Range(0.0, 1e6));
   cmd->add_option(option_names("seed"), o->seed, "seed of the random q, k, v")->default_val(0);
+  cmd->add_flag("--malloc-cache,--malloc_cache,!--no-malloc-cache,!--no_malloc_cache", o->malloc_cache,
+                "keep freed memory in the process (glibc mallopt), as a caching allocator would (default on)");
   cmd->add_flag(option_names("json"), o->json, "print one JSON object instead of the table");
   cmd->callback([o] {
     try {

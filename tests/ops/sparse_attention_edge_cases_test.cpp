@@ -8,13 +8,16 @@
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "ops/cpu/sparse_attention_cpu_kernels.h"
 #include "ops/op_memory_stats.h"
 #include "ops/sparse_attention.h"
+#include "ops/sparse_attention_inputs.h"
 #include "ops_test_helpers.h"
 
 namespace sparsevit::ops::testing {
@@ -148,22 +151,26 @@ TEST(SparseAttentionEdgeCases, NanPaddedStridedInputs) {
 
 TEST(SparseAttentionEdgeCases, RerunsAreBitIdenticalAcrossRunsAndThreadCounts) {
   at::manual_seed(14);
-  const int64_t B = 3, H = 4, N = 197, D = 64;
-  const Csr csr = random_csr(H, N, 0, 30, 99);
-  const at::Tensor q = at::randn({B, H, N, D}), k = at::randn({B, H, N, D}), v = at::randn({B, H, N, D});
-  const at::Tensor go = at::randn({B, H, N, D});
-  const int saved_threads = at::get_num_threads();
-  at::set_num_threads(2);
-  const Result a = run_op(q, k, v, csr, 0.125, go);
-  const Result b = run_op(q, k, v, csr, 0.125, go);
-  at::set_num_threads(1);
-  const Result c = run_op(q, k, v, csr, 0.125, go);
-  at::set_num_threads(saved_threads);
-  for (const Result* x : {&b, &c}) {
-    EXPECT_TRUE(at::equal(a.out, x->out));
-    EXPECT_TRUE(at::equal(a.dq, x->dq));
-    EXPECT_TRUE(at::equal(a.dk, x->dk));
-    EXPECT_TRUE(at::equal(a.dv, x->dv));
+  // B*H = 12: one backward task per (batch, head) at 1 and 2 threads. B*H = 3: per head at one
+  // thread, rows split across two threads. Every scheme must give the same bits.
+  for (const auto& [B, H] : std::vector<std::pair<int64_t, int64_t>>{{3, 4}, {1, 3}}) {
+    const int64_t N = 197, D = 64;
+    const Csr csr = random_csr(H, N, 0, 30, 99);
+    const at::Tensor q = at::randn({B, H, N, D}), k = at::randn({B, H, N, D}), v = at::randn({B, H, N, D});
+    const at::Tensor go = at::randn({B, H, N, D});
+    const int saved_threads = at::get_num_threads();
+    at::set_num_threads(2);
+    const Result a = run_op(q, k, v, csr, 0.125, go);
+    const Result b = run_op(q, k, v, csr, 0.125, go);
+    at::set_num_threads(1);
+    const Result c = run_op(q, k, v, csr, 0.125, go);
+    at::set_num_threads(saved_threads);
+    for (const Result* x : {&b, &c}) {
+      EXPECT_TRUE(at::equal(a.out, x->out)) << "B=" << B << " H=" << H;
+      EXPECT_TRUE(at::equal(a.dq, x->dq)) << "B=" << B << " H=" << H;
+      EXPECT_TRUE(at::equal(a.dk, x->dk)) << "B=" << B << " H=" << H;
+      EXPECT_TRUE(at::equal(a.dv, x->dv)) << "B=" << B << " H=" << H;
+    }
   }
 }
 
@@ -246,7 +253,9 @@ TEST(SparseAttentionEdgeCases, IndexDtypesAndKeyOrderAgree) {
                                 at::kFloat, "unsorted keys"));
 }
 
-// Every compiled instruction set this CPU can run, called directly, against the reference.
+// Every compiled instruction set this CPU can run, called directly (forward and both backward
+// passes), against the reference: D = 64 takes the row-block path, D = 21 the generic one, and
+// the pattern has long rows (> 64 keys, per-row path) next to short and empty ones.
 TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
   at::manual_seed(19);
   std::vector<const cpu::KernelTable*> tables = {&cpu::kernel_table_default()};
@@ -256,28 +265,79 @@ TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma")) {
     tables.push_back(&cpu::kernel_table_avx512());
   }
-  const int64_t B = 2, H = 2, N = 37, D = 21;  // D not a multiple of any vector width
-  const Csr csr = random_csr(H, N, 0, 11, 31, at::kInt);
-  const at::Tensor q = at::randn({B, H, N, D}), k = at::randn({B, H, N, D}), v = at::randn({B, H, N, D});
-  const at::Tensor want = run_reference(q, k, v, csr, 0.3, at::zeros_like(q)).out;
-  for (const cpu::KernelTable* t : tables) {
-    at::Tensor out = at::empty_like(q), lse = at::empty({B, H, N});
-    cpu::ForwardParams<float> p;
-    p.q = q.data_ptr<float>();
-    p.k = k.data_ptr<float>();
-    p.v = v.data_ptr<float>();
-    p.out = out.data_ptr<float>();
-    p.lse = lse.data_ptr<float>();
-    p.row_ptr = csr.row_ptr.data_ptr<int32_t>();
-    p.col_idx = csr.col_idx.data_ptr<int32_t>();
-    p.heads = H;
-    p.tokens = N;
-    p.dim = D;
-    p.nnz_stride = csr.col_idx.size(1);
-    p.scale = 0.3f;
-    std::vector<float> scratch(N + 64);
-    t->f32.forward_rows(p, 0, B * H * N, scratch.data());
-    EXPECT_TRUE(all_close(out, want, 1e-4, 1e-5, t->isa));
+  for (const int64_t D : {21, 64}) {
+    const int64_t B = 2, H = 2, N = 83;
+    // 0..11 random keys per row; rows 5 and 40 of head 0 attend to every key (long rows).
+    std::mt19937 rng(static_cast<uint32_t>(31 + D));
+    std::vector<std::vector<std::vector<int64_t>>> rows(H, std::vector<std::vector<int64_t>>(N));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t j = 0; j < N; ++j) {
+        std::vector<int64_t> all(N);
+        for (int64_t c = 0; c < N; ++c) all[c] = c;
+        std::shuffle(all.begin(), all.end(), rng);
+        const int64_t n = (h == 0 && (j == 5 || j == 40)) ? N : static_cast<int64_t>(rng() % 12);
+        rows[h][j].assign(all.begin(), all.begin() + n);
+      }
+    }
+    const Csr csr = csr_from_rows(rows);
+    const at::Tensor q = at::randn({B, H, N, D}), k = at::randn({B, H, N, D}), v = at::randn({B, H, N, D});
+    const at::Tensor go = at::randn({B, H, N, D});
+    const Result want = run_reference(q, k, v, csr, 0.3, go);
+    const AttentionShape shape{B, H, N, D, csr.col_idx.size(1)};
+    const CsrIndices ci = prepare_csr("test", csr.row_ptr, csr.col_idx, shape);
+    const TransposedCsr tc = transpose_csr(ci, shape);
+    for (const cpu::KernelTable* t : tables) {
+      at::Tensor out = at::empty_like(q), lse = at::empty({B, H, N});
+      cpu::ForwardParams<float> p;
+      p.q = q.data_ptr<float>();
+      p.k = k.data_ptr<float>();
+      p.v = v.data_ptr<float>();
+      p.out = out.data_ptr<float>();
+      p.lse = lse.data_ptr<float>();
+      p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
+      p.col_idx = ci.col_idx.data_ptr<int32_t>();
+      p.heads = H;
+      p.tokens = N;
+      p.dim = D;
+      p.nnz_stride = shape.nnz_stride;
+      p.scale = 0.3f;
+      std::vector<float> scratch(N + 64);
+      // Odd split points: blocks never straddle a call, results must not depend on it.
+      t->f32.forward_rows(p, 0, 37, scratch.data());
+      t->f32.forward_rows(p, 37, B * H * N, scratch.data());
+      const std::string what = std::string(t->isa) + " D=" + std::to_string(D);
+      EXPECT_TRUE(all_close(out, want.out, 1e-4, 1e-5, what + " out"));
+
+      at::Tensor dq = at::empty_like(q), dk = at::empty_like(q), dv = at::empty_like(q);
+      at::Tensor ep = at::empty({B * H, shape.nnz_stride}), eds = at::empty({B * H, shape.nnz_stride});
+      cpu::BackwardParams<float> b;
+      b.q = p.q;
+      b.k = p.k;
+      b.v = p.v;
+      b.out = p.out;
+      b.grad_out = go.data_ptr<float>();
+      b.lse = p.lse;
+      b.grad_q = dq.data_ptr<float>();
+      b.grad_k = dk.data_ptr<float>();
+      b.grad_v = dv.data_ptr<float>();
+      b.edge_p = ep.data_ptr<float>();
+      b.edge_ds = eds.data_ptr<float>();
+      b.row_ptr = p.row_ptr;
+      b.col_idx = p.col_idx;
+      b.t_row_ptr = tc.row_ptr.data_ptr<int32_t>();
+      b.t_query = tc.query.data_ptr<int32_t>();
+      b.t_edge = tc.edge.data_ptr<int32_t>();
+      b.heads = H;
+      b.tokens = N;
+      b.dim = D;
+      b.nnz_stride = shape.nnz_stride;
+      b.scale = 0.3f;
+      t->f32.backward_query_rows(b, 0, B * H * N);
+      t->f32.backward_key_rows(b, 0, B * H * N);
+      EXPECT_TRUE(all_close(dq, want.dq, 1e-3, 1e-4, what + " dq"));
+      EXPECT_TRUE(all_close(dk, want.dk, 1e-3, 1e-4, what + " dk"));
+      EXPECT_TRUE(all_close(dv, want.dv, 1e-3, 1e-4, what + " dv"));
+    }
   }
   std::cout << "[   info   ] kernel table in use: " << cpu::kernel_table().isa << "\n";
 }

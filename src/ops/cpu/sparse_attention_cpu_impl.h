@@ -218,6 +218,35 @@ SV_INLINE V<float> vexp(V<float> x) {
   return underflow ? vsplat(0.0f) : y;
 }
 
+// Cephes logf on a register for x > 0 (normal numbers; max error ~2 ulp). Used for lse = m + log(l)
+// with l >= 1, so zeros, denormals and negative inputs never reach it (those lanes are replaced).
+SV_INLINE V<float> vlog(V<float> x) {
+  VI32 bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  VI32 e = ((bits >> 23) & 0xff) - 126;
+  bits = (bits & 0x007fffff) | 0x3f000000;  // mantissa in [0.5, 1)
+  V<float> m;
+  std::memcpy(&m, &bits, sizeof(m));
+  const VI32 small = m < 0.707106781186547524f;
+  e = small ? e - 1 : e;
+  m = small ? m + m - 1.0f : m - 1.0f;
+  const V<float> z = m * m;
+  V<float> y = vsplat(7.0376836292e-2f);
+  y = y * m - 1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m - 1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m - 1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m - 2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  const V<float> ef = __builtin_convertvector(e, V<float>);
+  y += ef * -2.12194440e-4f;
+  y -= z * 0.5f;
+  return m + y + ef * 0.693359375f;
+}
+
 // x[t] = exp(x[t] * a - b) for t < n; returns the sum.
 inline float exp_affine_inplace(float* x, int64_t n, float a, float b) {
   constexpr int64_t W = kLanes<float>;
@@ -515,9 +544,14 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
     vstore(tile + t * W, e);
     l += e;
   }
-  alignas(64) T lv[W], mv[W];
+  alignas(64) T lv[W], lsev[W];
   vstore(lv, l);
-  vstore(mv, m);
+  if constexpr (std::is_same_v<T, float>) {
+    const V<T> l_safe = l > V<T>{} ? l : vsplat(T(1));  // lanes without keys: overwritten below
+    vstore(lsev, m + vlog(l_safe));
+  } else {
+    for (int r = 0; r < W; ++r) lsev[r] = m[r] + std::log(lv[r]);
+  }
   for (int r = 0; r < b.n; ++r) {
     if (b.is_long[r]) continue;
     const int64_t row = b.bh * N + b.j0 + r;
@@ -539,7 +573,7 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
     if (t < b.len[r]) a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * kD);
     a0.add(a1);
     a0.store(o, T(1) / lv[r]);
-    p.lse[row] = mv[r] + std::log(lv[r]);
+    p.lse[row] = lsev[r];
   }
   (void)scores;
 }

@@ -139,9 +139,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
     p.nnz_stride = s.nnz_stride;
     p.scale = static_cast<scalar_t>(scale);
     const auto& fns = kernel_fns<scalar_t>();
-    const int64_t grain = row_grain(s, csr);
-    at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_query_rows(p, b, e); });
-    at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_key_rows(p, b, e); });
+    const int64_t bhs = s.batch * s.heads;
+    if (bhs >= 2 * static_cast<int64_t>(at::get_num_threads())) {
+      // One task per (batch, head): the key pass reads what the query pass just wrote and the
+      // head's q, k, v, dO while they are still in cache.
+      at::parallel_for(0, bhs, 1, [&](int64_t b, int64_t e) {
+        for (int64_t bh = b; bh < e; ++bh) {
+          fns.backward_query_rows(p, bh * s.tokens, (bh + 1) * s.tokens);
+          fns.backward_key_rows(p, bh * s.tokens, (bh + 1) * s.tokens);
+        }
+      });
+    } else {
+      // Few heads: split rows instead (two passes; the key pass needs every query row done).
+      const int64_t grain = row_grain(s, csr);
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_query_rows(p, b, e); });
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_key_rows(p, b, e); });
+    }
   });
   record_op_allocation(bytes_if_copied(qc, q) + bytes_if_copied(kc, k) + bytes_if_copied(vc, v) +
                        bytes_if_copied(oc, out) + bytes_if_copied(goc, grad_out) + bytes_if_copied(lc, lse) +
