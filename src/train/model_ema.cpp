@@ -1,0 +1,66 @@
+#include "train/model_ema.h"
+
+#include <ATen/ATen.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "util/errors.h"
+
+namespace sparsevit::train {
+
+namespace {
+
+// The model's tensors in the EMA's order, checked by name and shape.
+NamedTensors matching_state(const NamedTensors& ema, const torch::nn::Module& model) {
+  return align_named(named_state(model), ema, "model EMA (the model changed since the EMA was created)");
+}
+
+}  // namespace
+
+ModelEma::ModelEma(const torch::nn::Module& model) : ema_(clone_named(named_state(model))) {}
+
+void ModelEma::update(const torch::nn::Module& model, double decay) {
+  if (!(decay >= 0.0 && decay <= 1.0)) throw UsageError("model_ema_decay must lie in [0, 1], got " + std::to_string(decay));
+  const NamedTensors state = matching_state(ema_, model);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < ema_.size(); ++i) {
+    at::Tensor& e = ema_[i].second;
+    const at::Tensor m = state[i].second.detach();
+    if (at::isFloatingType(e.scalar_type()) || at::isComplexType(e.scalar_type())) {
+      e.mul_(decay).add_(m.to(e.device(), e.scalar_type()), 1.0 - decay);
+    } else {
+      e.copy_(m);
+    }
+  }
+  ++num_updates_;
+}
+
+void ModelEma::copy_to(torch::nn::Module& model) const {
+  const NamedTensors state = matching_state(ema_, model);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < ema_.size(); ++i) state[i].second.copy_(ema_[i].second);
+}
+
+void ModelEma::swap_into(torch::nn::Module& model) {
+  const NamedTensors state = matching_state(ema_, model);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < ema_.size(); ++i) {
+    at::Tensor held = state[i].second.detach().clone();
+    state[i].second.copy_(ema_[i].second);
+    ema_[i].second.copy_(held);
+  }
+}
+
+void ModelEma::save(torch::serialize::OutputArchive& archive) const {
+  write_named(archive, ema_);
+  archive.write("num_updates", c10::IValue(num_updates_));
+}
+
+void ModelEma::load(torch::serialize::InputArchive& archive, const std::string& context) {
+  const NamedTensors saved = read_named(archive, context);
+  copy_named_into(saved, ema_, context);
+  c10::IValue n;
+  num_updates_ = archive.try_read("num_updates", n) && n.isInt() ? n.toInt() : 0;
+}
+
+}  // namespace sparsevit::train

@@ -1,0 +1,59 @@
+// Exponential moving average of a model's weights (timm's ModelEmaV2 / DeiT's --model_ema): a
+// deep copy of every parameter and buffer, updated after each optimizer step and swapped into
+// the model to evaluate with the averaged weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/serialize/archive.h>
+
+#include "train/named_tensors.h"
+
+namespace sparsevit::train {
+
+class ModelEma {
+ public:
+  // Deep-copies the current parameters and buffers of `model` (same device and dtype).
+  explicit ModelEma(const torch::nn::Module& model);
+
+  // ema = decay * ema + (1 - decay) * model for floating-point tensors (integer buffers are
+  // copied), without autograd. Throws UsageError for decay outside [0, 1], RuntimeError when the
+  // model's tensors no longer match (names or shapes).
+  void update(const torch::nn::Module& model, double decay);
+
+  // Overwrites the model's parameters and buffers with the EMA values.
+  void copy_to(torch::nn::Module& model) const;
+
+  // Exchanges the model's values and the EMA values; calling it again restores both. Use
+  // EmaWeightsScope to evaluate with EMA weights and get the training weights back.
+  void swap_into(torch::nn::Module& model);
+
+  const NamedTensors& tensors() const { return ema_; }
+  int64_t num_updates() const { return num_updates_; }
+
+  // Serialisation into (a nested) archive; load validates names and shapes (RuntimeError
+  // prefixed with `context`).
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive, const std::string& context = "EMA state");
+
+ private:
+  NamedTensors ema_;
+  int64_t num_updates_ = 0;
+};
+
+// Swaps the EMA weights into `model` for the lifetime of the scope, then swaps them back.
+class EmaWeightsScope {
+ public:
+  EmaWeightsScope(ModelEma& ema, torch::nn::Module& model) : ema_(ema), model_(model) { ema_.swap_into(model_); }
+  ~EmaWeightsScope() { ema_.swap_into(model_); }
+  EmaWeightsScope(const EmaWeightsScope&) = delete;
+  EmaWeightsScope& operator=(const EmaWeightsScope&) = delete;
+
+ private:
+  ModelEma& ema_;
+  torch::nn::Module& model_;
+};
+
+}  // namespace sparsevit::train

@@ -1,0 +1,96 @@
+#include "train/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/nn/utils/clip_grad.h>
+
+#include "util/errors.h"
+
+namespace sparsevit::train {
+
+namespace {
+
+bool listed(const std::string& name, const std::vector<std::string>& names) {
+  const auto dot = name.rfind('.');
+  const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+  return std::find(names.begin(), names.end(), name) != names.end() ||
+         std::find(names.begin(), names.end(), last) != names.end();
+}
+
+bool is_bias(const std::string& name) {
+  return name == "bias" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0);
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(message);
+}
+
+}  // namespace
+
+WeightDecaySplit split_weight_decay(const torch::nn::Module& model, const std::vector<std::string>& names) {
+  WeightDecaySplit split;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    const at::Tensor& p = item.value();
+    if (!p.requires_grad()) continue;
+    if (p.dim() <= 1 || is_bias(item.key()) || listed(item.key(), names)) {
+      split.no_decay.push_back(item.key());
+    } else {
+      split.decay.push_back(item.key());
+    }
+  }
+  return split;
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& c) {
+  require(std::isfinite(c.lr) && c.lr >= 0, "learning rate must be >= 0, got " + std::to_string(c.lr));
+  require(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
+          "weight_decay must be >= 0, got " + std::to_string(c.weight_decay));
+  require(std::isfinite(c.eps) && c.eps > 0, "opt_eps must be > 0, got " + std::to_string(c.eps));
+  require(c.betas.first >= 0 && c.betas.first < 1 && c.betas.second >= 0 && c.betas.second < 1,
+          "AdamW betas must lie in [0, 1)");
+
+  const WeightDecaySplit split = split_weight_decay(model, c.no_weight_decay_names);
+  const auto params = model.named_parameters(/*recurse=*/true);
+  auto collect = [&](const std::vector<std::string>& names) {
+    std::vector<at::Tensor> out;
+    out.reserve(names.size());
+    for (const auto& n : names) out.push_back(params[n]);
+    return out;
+  };
+  auto options = [&](double wd) {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(c.lr);
+    o->betas(std::make_tuple(c.betas.first, c.betas.second)).eps(c.eps).weight_decay(wd).amsgrad(false);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!split.decay.empty()) groups.emplace_back(collect(split.decay), options(c.weight_decay));
+  if (!split.no_decay.empty()) groups.emplace_back(collect(split.no_decay), options(0.0));
+  if (groups.empty()) throw UsageError("the model has no trainable parameter to optimise");
+  torch::optim::AdamWOptions defaults(c.lr);
+  defaults.betas(std::make_tuple(c.betas.first, c.betas.second)).eps(c.eps).weight_decay(c.weight_decay);
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+double learning_rate(const torch::optim::Optimizer& optimizer) {
+  const auto& groups = optimizer.param_groups();
+  if (groups.empty()) throw UsageError("optimizer has no parameter group");
+  return groups.front().options().get_lr();
+}
+
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  if (max_norm > 0) return torch::nn::utils::clip_grad_norm_(params, max_norm, 2.0, /*error_if_nonfinite=*/false);
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> norms;
+  for (const auto& p : params) {
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(at::kDouble));
+  }
+  if (norms.empty()) return 0.0;
+  return at::stack(norms).norm(2).item<double>();
+}
+
+}  // namespace sparsevit::train
