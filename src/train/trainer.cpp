@@ -1,0 +1,395 @@
+#include "train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "analysis/attention_report.h"
+#include "config/attention_spec.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "models/model_registry.h"
+#include "train/checkpoint.h"
+#include "train/losses.h"
+#include "train/lr_schedule.h"
+#include "train/metrics_log.h"
+#include "train/mixup.h"
+#include "train/model_ema.h"
+#include "train/nan_guard.h"
+#include "train/optimizer.h"
+#include "train/progress_bar.h"
+#include "util/errors.h"
+
+namespace sparsevit::train {
+
+nlohmann::json TrainSummary::to_json() const {
+  nlohmann::json j = {{"test_acc1", test_acc1},
+                      {"test_acc5", test_acc5},
+                      {"test_loss", test_loss},
+                      {"attention_gflops", attention_gflops},
+                      {"attention_gflops_patch", attention_gflops_patch},
+                      {"pruning_ratio", pruning_ratio},
+                      {"density", density},
+                      {"params", params},
+                      {"epochs", epochs_run}};
+  if (ema_acc1 >= 0) j["ema_acc1"] = ema_acc1;
+  return j;
+}
+
+nlohmann::json config_to_json(const TrainConfig& c) {
+  return {{"dataset", c.dataset},
+          {"data_path", c.data_path},
+          {"nb_classes", c.nb_classes},
+          {"max_train_samples", c.max_train_samples},
+          {"max_eval_samples", c.max_eval_samples},
+          {"num_workers", c.num_workers},
+          {"model", c.model},
+          {"attn_cfg", c.attn_cfg},
+          {"attn_set", c.attn_set},
+          {"drop_path", c.drop_path},
+          {"epochs", c.epochs},
+          {"batch_size", c.batch_size},
+          {"blr", c.blr},
+          {"lr", c.lr},
+          {"min_lr", c.min_lr},
+          {"warmup_epochs", c.warmup_epochs},
+          {"weight_decay", c.weight_decay},
+          {"opt_eps", c.opt_eps},
+          {"clip_grad", c.clip_grad},
+          {"smoothing", c.smoothing},
+          {"mixup", c.mixup},
+          {"cutmix", c.cutmix},
+          {"mixup_prob", c.mixup_prob},
+          {"mixup_switch_prob", c.mixup_switch_prob},
+          {"aa", c.aa},
+          {"color_jitter", c.color_jitter},
+          {"train_crop", c.train_crop},
+          {"model_ema", c.model_ema},
+          {"model_ema_decay", c.model_ema_decay},
+          {"output_dir", c.output_dir},
+          {"log_dir", c.log_dir},
+          {"resume", c.resume},
+          {"start_epoch", c.start_epoch},
+          {"eval", c.eval},
+          {"seed", c.seed},
+          {"threads", c.threads}};
+}
+
+TrainConfig resolve(TrainConfig c) {
+  auto positive = [](const char* name, double v) {
+    if (!(v > 0)) throw UsageError(std::string("--") + name + " must be > 0");
+  };
+  auto non_negative = [](const char* name, double v) {
+    if (!(v >= 0)) throw UsageError(std::string("--") + name + " must be >= 0");
+  };
+  positive("batch_size", static_cast<double>(c.batch_size));
+  non_negative("epochs", static_cast<double>(c.epochs));
+  positive("blr", c.blr);
+  non_negative("lr", c.lr);
+  non_negative("min_lr", c.min_lr);
+  non_negative("warmup_epochs", c.warmup_epochs);
+  non_negative("weight_decay", c.weight_decay);
+  positive("opt_eps", c.opt_eps);
+  non_negative("clip_grad", c.clip_grad);
+  non_negative("mixup", c.mixup);
+  non_negative("cutmix", c.cutmix);
+  non_negative("color_jitter", c.color_jitter);
+  non_negative("max_train_samples", static_cast<double>(c.max_train_samples));
+  non_negative("max_eval_samples", static_cast<double>(c.max_eval_samples));
+  non_negative("num_workers", static_cast<double>(c.num_workers));
+  non_negative("threads", static_cast<double>(c.threads));
+  non_negative("start_epoch", static_cast<double>(c.start_epoch));
+  if (c.smoothing < 0 || c.smoothing >= 1) throw UsageError("--smoothing must be in [0, 1)");
+  if (c.mixup_prob < 0 || c.mixup_prob > 1) throw UsageError("--mixup_prob must be in [0, 1]");
+  if (c.mixup_switch_prob < 0 || c.mixup_switch_prob > 1) throw UsageError("--mixup_switch_prob must be in [0, 1]");
+  if (c.model_ema_decay < 0 || c.model_ema_decay >= 1) throw UsageError("--model_ema_decay must be in [0, 1)");
+  if (c.drop_path < 0 || c.drop_path >= 1) throw UsageError("--drop_path must be in [0, 1)");
+  if (c.train_crop != "pad" && c.train_crop != "rrc") throw UsageError("--train_crop must be pad or rrc");
+  if (c.eval && c.resume.empty()) throw UsageError("--eval needs --resume CHECKPOINT");
+  if (c.aa == "none") c.aa.clear();
+  if (c.log_dir.empty()) c.log_dir = c.output_dir;
+  return c;
+}
+
+namespace {
+
+struct EvalResult {
+  double loss = 0, acc1 = 0, acc5 = 0;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes `text` to `path` atomically (temp file + rename), like the checkpoints.
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw RuntimeError("cannot write '" + temp + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) throw RuntimeError("cannot write '" + path + "': " + ec.message());
+}
+
+EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, int64_t epoch) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  loader.set_epoch(epoch);
+  const int64_t classes = model.config().num_classes;
+  double loss_sum = 0, correct1 = 0, correct5 = 0;
+  int64_t seen = 0, done = 0;
+  data::Batch batch;
+  ProgressBar bar("Test", loader.num_batches(), loader.options().batch_size, std::cout, stdout_is_tty());
+  while (loader.next(batch)) {
+    const at::Tensor logits = model.forward(batch.images);
+    const int64_t n = batch.labels.size(0);
+    loss_sum += at::cross_entropy_loss(logits, batch.labels, {}, at::Reduction::Sum).item<double>();
+    const at::Tensor top = std::get<1>(logits.topk(std::min<int64_t>(5, classes), 1));
+    const at::Tensor hits = top.eq(batch.labels.unsqueeze(1));
+    correct1 += hits.narrow(1, 0, 1).sum().item<double>();
+    correct5 += hits.sum().item<double>();
+    seen += n;
+    bar.update(++done, loss_sum / seen);
+  }
+  bar.finish();
+  if (seen == 0) throw UsageError("the evaluation set is empty");
+  return {loss_sum / seen, 100.0 * correct1 / seen, 100.0 * correct5 / seen};
+}
+
+// The model and attention a checkpoint was trained with override the flags, so that
+// `sparsevit eval --resume ckpt` rebuilds exactly that model.
+void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, const LoadedCheckpoint& ckpt) {
+  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, false);
+  if (meta.is_discarded() || !meta.contains("model") || !meta.contains("attention_yaml")) return;
+  const std::string model = meta["model"].get<std::string>();
+  if (model != c.model) spdlog::info("using the checkpoint's model {} (not {})", model, c.model);
+  c.model = model;
+  if (meta.contains("nb_classes")) c.nb_classes = meta["nb_classes"].get<int64_t>();
+  spec = config::parse_attention_spec(meta["attention_yaml"].get<std::string>(), ckpt.path() + " (attention)");
+}
+
+}  // namespace
+
+TrainSummary run_finetune(const TrainConfig& raw) {
+  TrainConfig c = resolve(raw);
+  const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  at::set_num_threads(static_cast<int>(threads));
+  torch::manual_seed(static_cast<uint64_t>(c.seed));
+  std::mt19937_64 host_rng(static_cast<uint64_t>(c.seed) * 0x9E3779B97F4A7C15ULL + 1);
+
+  // Attention: the YAML text travels in the checkpoint so a run can be rebuilt exactly.
+  std::string attention_yaml = c.attn_cfg.empty() ? config::default_attention_yaml() : read_text(c.attn_cfg);
+  config::AttentionSpec spec = c.attn_cfg.empty() ? config::default_attention_spec()
+                                                  : config::load_attention_spec(c.attn_cfg);
+  config::apply_mask_kwarg_overrides(spec, c.attn_set);
+  std::optional<LoadedCheckpoint> ckpt;
+  if (!c.resume.empty()) {
+    ckpt.emplace(c.resume);
+    adopt_checkpoint_model(c, spec, *ckpt);
+    const nlohmann::json meta = nlohmann::json::parse(ckpt->metadata_json(), nullptr, false);
+    if (!meta.is_discarded() && meta.contains("attention_yaml")) attention_yaml = meta["attention_yaml"];
+  }
+
+  // Data.
+  if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
+  if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
+  auto eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
+  std::shared_ptr<const data::Dataset> train_set;
+  if (!c.eval) train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
+  if (c.nb_classes <= 0) c.nb_classes = eval_set->num_classes();
+
+  // Model.
+  models::ModelOptions options;
+  options.num_classes = c.nb_classes;
+  options.drop_path_rate = c.drop_path;
+  options.attention = spec;
+  auto model = models::create_model(c.model, options);
+  const models::VitConfig& vc = model->config();
+  data::TransformConfig tc;
+  tc.input_size = vc.img_size;
+  tc.in_chans = vc.in_chans;
+  const data::MeanStd ms = data::default_mean_std(c.dataset, vc.in_chans);
+  tc.mean = ms.mean;
+  tc.std = ms.std;
+  tc.train_crop = c.train_crop;
+  tc.color_jitter = c.color_jitter;
+  tc.auto_augment = c.aa;
+  if (vc.img_size <= 64) tc.crop_pct = 1.0;  // small images: evaluate on the whole image
+  data::validate(tc);
+
+  data::LoaderOptions eval_options;
+  eval_options.batch_size = c.batch_size;
+  eval_options.num_workers = c.num_workers;
+  eval_options.seed = static_cast<uint64_t>(c.seed);
+  data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
+
+  // Attention cost of this model, from the patterns its kernels run.
+  const analysis::AttentionShape shape{static_cast<int32_t>(vc.num_tokens()), static_cast<int32_t>(vc.num_heads),
+                                       static_cast<int32_t>(vc.depth), static_cast<int32_t>(vc.embed_dim / vc.num_heads), 1};
+  const analysis::AttentionReport report = analysis::attention_report(spec, shape, model->layer_patterns());
+  TrainSummary summary;
+  summary.attention_gflops = report.attention_gflops;
+  summary.attention_gflops_patch = report.attention_gflops_patch;
+  summary.pruning_ratio = report.pruning_ratio;
+  summary.density = report.density;
+  for (const auto& p : model->parameters()) summary.params += p.numel();
+  spdlog::info("model {} ({:.2f}M params, {} tokens, attention {} kernel {}): pruning ratio {:.4f}, attention GFLOPs {:.4f}",
+               c.model, summary.params / 1e6, vc.num_tokens(), spec.has_mask() ? spec.mask : "dense",
+               model->blocks().front()->attn().kernel_name(), report.pruning_ratio, report.attention_gflops);
+  spdlog::info("data {}: {} train / {} eval samples, {} classes, {} threads", c.dataset,
+               train_set ? train_set->size() : 0, eval_set->size(), c.nb_classes, threads);
+
+  const nlohmann::json metadata = {{"model", c.model},
+                                   {"nb_classes", c.nb_classes},
+                                   {"attention_yaml", attention_yaml},
+                                   {"attention_source", spec.source},
+                                   {"config", config_to_json(c)}};
+  if (c.eval) {
+    ckpt->load_model(*model);
+    const EvalResult r = evaluate(*model, eval_loader, 0);
+    summary.test_acc1 = r.acc1;
+    summary.test_acc5 = r.acc5;
+    summary.test_loss = r.loss;
+    return summary;
+  }
+
+  // Optimisation.
+  const double lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size);
+  auto optimizer = make_adamw(*model, OptimizerConfig{lr, c.weight_decay, c.opt_eps});
+  const LrScheduleConfig schedule{lr, c.min_lr, c.warmup_epochs, static_cast<double>(std::max<int64_t>(1, c.epochs))};
+  validate(schedule);
+  MixupConfig mixup_config;
+  mixup_config.mixup_alpha = c.mixup;
+  mixup_config.cutmix_alpha = c.cutmix;
+  mixup_config.prob = c.mixup_prob;
+  mixup_config.switch_prob = c.mixup_switch_prob;
+  mixup_config.label_smoothing = c.smoothing;
+  mixup_config.num_classes = c.nb_classes;
+  Mixup mixup(mixup_config);
+  std::optional<ModelEma> ema;
+  if (c.model_ema) ema.emplace(*model);
+
+  data::LoaderOptions train_options;
+  train_options.batch_size = c.batch_size;
+  train_options.shuffle = true;
+  train_options.drop_last = mixup.enabled();  // mixup pairs the batch with its reverse
+  train_options.num_workers = c.num_workers;
+  train_options.seed = static_cast<uint64_t>(c.seed);
+  data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
+  const int64_t iters = train_loader.num_batches();
+  if (iters == 0) throw UsageError("the training set has fewer samples than one batch");
+
+  int64_t start_epoch = c.start_epoch, global_step = 0;
+  if (ckpt) {
+    ckpt->load_model(*model);
+    if (ckpt->has_optimizer()) ckpt->load_optimizer(*optimizer);
+    if (ema && ckpt->has_ema()) ckpt->load_ema(*ema);
+    if (!ckpt->host_rng_state().empty()) rng_from_state_string(host_rng, ckpt->host_rng_state());
+    if (ckpt->has_torch_rng()) ckpt->restore_torch_rng();
+    start_epoch = ckpt->epoch() + 1;
+    global_step = ckpt->global_step();
+    spdlog::info("resumed from {} at epoch {}", ckpt->path(), start_epoch);
+  }
+
+  std::optional<MetricsLog> metrics;
+  if (!c.output_dir.empty()) {
+    std::filesystem::create_directories(c.output_dir);
+    write_text_atomically(c.output_dir + "/config.json", config_to_json(c).dump(2) + "\n");
+    write_text_atomically(c.output_dir + "/attention.yaml", attention_yaml);
+  }
+  if (!c.log_dir.empty()) {
+    std::filesystem::create_directories(c.log_dir);
+    metrics.emplace(c.log_dir + "/metrics.jsonl");
+  }
+
+  EvalResult last;
+  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model->train();
+    train_loader.set_epoch(epoch);
+    ProgressBar bar(fmt::format("Epoch {}/{}", epoch + 1, c.epochs), iters, c.batch_size, std::cout, stdout_is_tty(),
+                    c.print_freq > 0 ? static_cast<int>(std::max<int64_t>(1, 100 / c.print_freq)) : 10);
+    double loss_sum = 0, lr_now = lr;
+    int64_t it = 0;
+    data::Batch batch;
+    while (train_loader.next(batch)) {
+      lr_now = cosine_lr(schedule, fractional_epoch(epoch, it, iters));
+      set_learning_rate(*optimizer, lr_now);
+      at::Tensor loss;
+      if (mixup.enabled()) {
+        auto [images, targets] = mixup.apply(batch.images, batch.labels, host_rng);
+        loss = soft_target_cross_entropy(model->forward(images), targets);
+      } else if (c.smoothing > 0) {
+        loss = label_smoothing_cross_entropy(model->forward(batch.images), batch.labels, c.smoothing);
+      } else {
+        loss = at::cross_entropy_loss(model->forward(batch.images), batch.labels);
+      }
+      const double loss_value = loss.item<double>();
+      check_finite_loss(loss_value, epoch, global_step);
+      optimizer->zero_grad();
+      loss.backward();
+      if (c.clip_grad > 0) clip_grad_norm(model->parameters(), c.clip_grad);
+      optimizer->step();
+      if (ema) ema->update(*model, c.model_ema_decay);
+      loss_sum += loss_value;
+      ++global_step;
+      bar.update(++it, loss_value, lr_now);
+    }
+    bar.finish();
+
+    last = evaluate(*model, eval_loader, epoch);
+    double ema_acc1 = -1;
+    if (ema) {
+      EmaWeightsScope scope(*ema, *model);
+      ema_acc1 = evaluate(*model, eval_loader, epoch).acc1;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    nlohmann::json record = {{"epoch", epoch},          {"train_loss", loss_sum / std::max<int64_t>(1, it)},
+                             {"test_loss", last.loss},  {"test_acc1", last.acc1},
+                             {"test_acc5", last.acc5},  {"lr", lr_now},
+                             {"epoch_seconds", seconds}};
+    if (ema) record["test_acc1_ema"] = ema_acc1;
+    std::cout << fmt::format("Epoch {}/{}: train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}  ({:.1f} s)",
+                             epoch + 1, c.epochs, loss_sum / std::max<int64_t>(1, it), last.loss, last.acc1, last.acc5,
+                             ema ? fmt::format("  ema acc@1 {:.2f}", ema_acc1) : std::string(), seconds)
+              << std::endl;
+    if (metrics) metrics->append(record);
+    if (!c.output_dir.empty()) {
+      CheckpointContents contents;
+      contents.model = model.get();
+      contents.optimizer = optimizer.get();
+      contents.ema = ema ? &*ema : nullptr;
+      contents.epoch = epoch;
+      contents.global_step = global_step;
+      contents.host_rng_state = rng_state_string(host_rng);
+      contents.metadata_json = metadata.dump();
+      save_checkpoint(c.output_dir + "/checkpoint.pt", contents);
+    }
+    summary.ema_acc1 = ema_acc1;
+    summary.epochs_run++;
+  }
+  if (summary.epochs_run == 0) last = evaluate(*model, eval_loader, start_epoch);
+  summary.test_acc1 = last.acc1;
+  summary.test_acc5 = last.acc5;
+  summary.test_loss = last.loss;
+  return summary;
+}
+
+}  // namespace sparsevit::train
