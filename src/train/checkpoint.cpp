@@ -11,6 +11,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <ATen/core/Generator.h>
@@ -120,6 +122,22 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// Key of a parameter in Optimizer::state(): the TensorImpl address as text in LibTorch 1.x
+// (c10::guts::to_string of the pointer), the address itself (void*) in LibTorch 2.x.
+using OptimizerStateKey =
+    typename std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <typename Key = OptimizerStateKey>
+Key optimizer_state_key(const at::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream out;
+    out << static_cast<const void*>(param.unsafeGetTensorImpl());
+    return out.str();
+  } else {
+    return static_cast<Key>(param.unsafeGetTensorImpl());
+  }
+}
+
 // Moves AdamW state tensors to the device of their parameter (the archive is loaded on the CPU so
 // a GPU checkpoint can be inspected anywhere) and checks their shapes.
 void place_adamw_state(torch::optim::Optimizer& optimizer, const std::string& context) {
@@ -127,7 +145,7 @@ void place_adamw_state(torch::optim::Optimizer& optimizer, const std::string& co
   if (adamw == nullptr) return;
   for (const auto& group : adamw->param_groups()) {
     for (const auto& p : group.params()) {
-      auto it = adamw->state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      auto it = adamw->state().find(optimizer_state_key(p));
       if (it == adamw->state().end()) continue;
       auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
       for (at::Tensor* t : {&s.exp_avg(), &s.exp_avg_sq(), &s.max_exp_avg_sq()}) {

@@ -314,7 +314,14 @@ TEST_F(CheckpointTest, ShapeAndNameMismatchesNameTheParameter) {
   c.optimizer = opt.get();
   save_checkpoint(file("with_opt.pt"), c);
   auto large_opt = make_adamw(large, OptimizerConfig{});
-  EXPECT_THROW(LoadedCheckpoint(file("with_opt.pt")).load_optimizer(*large_opt), RuntimeError);
+  try {
+    LoadedCheckpoint(file("with_opt.pt")).load_optimizer(*large_opt);
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("optimizer state of shape [16, 8] does not fit a parameter of shape [32, 8]"),
+              std::string::npos)
+        << e.what();
+  }
   torch::nn::Linear single(8, 3);
   auto single_opt = make_adamw(*single, OptimizerConfig{});
   EXPECT_THROW(LoadedCheckpoint(file("with_opt.pt")).load_optimizer(*single_opt), RuntimeError);
