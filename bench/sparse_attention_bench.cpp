@@ -87,7 +87,8 @@ void BM_Attention(benchmark::State& state) {
   state.counters["density"] = density;
   state.counters["ideal_speedup"] = 1.0 / density;
   state.counters["threads"] = at::get_num_threads();
-  state.counters["GFLOP/s"] = benchmark::Counter(flop_per_pair * pairs * kBatch / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flop_per_pair * pairs * kBatch / 1e9 * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
   state.SetLabel(std::string(method == kDense ? "dense" : method == kMasked ? "masked" : "sparse") +
                  (backward ? " fwd+bwd" : " fwd"));
 }

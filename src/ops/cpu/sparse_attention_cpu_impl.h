@@ -487,16 +487,14 @@ struct RowBlock {
         len[r] = is_long[r] ? 0 : l;
         steps = len[r] > steps ? len[r] : steps;
       }
+      lens[r] = static_cast<T>(len[r]);
     }
   }
   // Lane r's t-th key, or key 0 (a valid row; its value is masked) past the row's end.
   inline int64_t key(const int32_t* cols, int r, int64_t t) const { return t < len[r] ? cols[start[r] + t] : 0; }
   inline int64_t row(int r) const { return r < n ? j0 + r : j0; }
-  inline VMask<T> active(int64_t t) const {
-    V<T> lens;
-    for (int r = 0; r < W; ++r) lens[r] = static_cast<T>(len[r]);
-    return vsplat(static_cast<T>(t)) < lens;
-  }
+  V<T> lens;  // len as a vector, for the step masks
+  SV_INLINE VMask<T> active(int64_t t) const { return vsplat(static_cast<T>(t)) < lens; }
 };
 
 // W dot products xs[lane-row] . ys[lane-key] for step t, as one vector (lane r = row r).

@@ -37,10 +37,10 @@ const cpu::KernelFns<double>& kernel_fns<double>() {
 }
 
 // Rows per parallel chunk: enough work per chunk (~64k multiply-adds) to amortise the split.
-int64_t row_grain(const AttentionShape& s, const CsrIndices& csr) {
-  const int64_t rows = std::max<int64_t>(1, s.heads * s.tokens);
-  const int64_t edges = std::max<int64_t>(1, csr.row_ptr.numel() > 0 ? s.heads * s.nnz_stride : 1);
-  const int64_t work_per_row = std::max<int64_t>(1, (edges / rows + 1) * std::max<int64_t>(1, s.dim));
+int64_t row_grain(const AttentionShape& s) {
+  const int64_t rows_per_head = std::max<int64_t>(1, s.tokens);
+  const int64_t keys_per_row = s.nnz_stride / rows_per_head + 1;  // nnz_stride: the densest head
+  const int64_t work_per_row = keys_per_row * std::max<int64_t>(1, s.dim);
   return std::max<int64_t>(1, 65536 / work_per_row);
 }
 
@@ -78,7 +78,7 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
     p.nnz_stride = s.nnz_stride;
     p.scale = static_cast<scalar_t>(scale);
     const auto& fns = kernel_fns<scalar_t>();
-    at::parallel_for(0, rows, row_grain(s, csr), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, rows, row_grain(s), [&](int64_t begin, int64_t end) {
       std::vector<scalar_t> scores(static_cast<size_t>(scratch_len));
       fns.forward_rows(p, begin, end, scores.data());
     });
@@ -151,7 +151,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
       });
     } else {
       // Few heads: split rows instead (two passes; the key pass needs every query row done).
-      const int64_t grain = row_grain(s, csr);
+      const int64_t grain = row_grain(s);
       at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_query_rows(p, b, e); });
       at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_key_rows(p, b, e); });
     }
