@@ -1,0 +1,416 @@
+// End-to-end tests of the `sparsevit` binary, run as a user would: the `masks` and `flops`
+// numbers the project promises (DESIGN.md §2, issue "How it will be checked"), the JSON schema,
+// option spellings, PNG output and exit codes (0 ok, 2 usage/config error with one line on
+// stderr, 1 runtime error).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = SPARSEVIT_BINARY_DIR "/sparsevit";
+const std::string kSourceDir = SPARSEVIT_SOURCE_DIR;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("sparsevit_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  std::string file(const std::string& name, const std::string& contents) const {
+    const fs::path p = path_ / name;
+    std::ofstream out(p, std::ios::binary);
+    out << contents;
+    return p.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+struct Result {
+  int exit_code = -1;     // -1 when the process did not exit normally
+  int signal = 0;         // the signal that killed it, if any
+  std::string out, err;
+  std::string command;
+
+  int stderr_lines() const {
+    int lines = 0;
+    for (char c : err) lines += c == '\n';
+    if (!err.empty() && err.back() != '\n') ++lines;
+    return lines;
+  }
+  std::string describe() const {
+    return "command: " + command + "\nexit " + std::to_string(exit_code) + " signal " + std::to_string(signal) +
+           "\n--- stdout ---\n" + out.substr(0, 2000) + "\n--- stderr ---\n" + err.substr(0, 2000);
+  }
+};
+
+// Runs `sparsevit ARGS` (ARGS already shell-quoted where needed) in `cwd`, capturing stdout,
+// stderr and the exit status.
+Result run(const std::string& args, const std::string& cwd = kSourceDir) {
+  static int counter = 0;
+  const fs::path base = fs::temp_directory_path() /
+                        ("sparsevit_cli_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const std::string out_path = base.string() + ".out", err_path = base.string() + ".err";
+  Result r;
+  r.command = "cd " + quote(cwd) + " && " + quote(kBinary) + " " + args;
+  const int status = std::system((r.command + " >" + quote(out_path) + " 2>" + quote(err_path) + " </dev/null").c_str());
+  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (status != -1 && WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  std::error_code ec;
+  fs::remove(out_path, ec);
+  fs::remove(err_path, ec);
+  // A shell that reports a killed child as 128 + signal.
+  if (r.exit_code > 128) r.signal = r.exit_code - 128;
+  return r;
+}
+
+nlohmann::json parse_json(const Result& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not one JSON object: " << e.what() << "\n" << r.describe();
+    return nlohmann::json::object();
+  }
+}
+
+// The usage/config error contract: exit 2, nothing on stdout... one clear line on stderr.
+void expect_usage_error(const Result& r, const std::string& must_mention = "") {
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
+  if (!must_mention.empty()) {
+    EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.describe();
+  }
+}
+
+std::string cfg(const std::string& name) { return "configs/attention/" + name; }
+
+void expect_schema(const nlohmann::json& j, int tokens, int heads, int layers) {
+  for (const char* key : {"tokens", "heads", "layers", "pruning_ratio", "density", "attention_gflops", "layers_detail"})
+    ASSERT_TRUE(j.contains(key)) << key << " missing in " << j.dump().substr(0, 500);
+  EXPECT_EQ(j["tokens"].get<int>(), tokens);
+  EXPECT_EQ(j["heads"].get<int>(), heads);
+  EXPECT_EQ(j["layers"].get<int>(), layers);
+  for (const char* key : {"pruning_ratio", "density"}) {
+    ASSERT_TRUE(j[key].is_number()) << key;
+    EXPECT_GE(j[key].get<double>(), 0.0) << key;
+    EXPECT_LE(j[key].get<double>(), 1.0) << key;
+  }
+  ASSERT_TRUE(j["attention_gflops"].is_number());
+  EXPECT_GT(j["attention_gflops"].get<double>(), 0.0);
+  ASSERT_TRUE(j["layers_detail"].is_array());
+  ASSERT_EQ(j["layers_detail"].size(), static_cast<std::size_t>(layers));
+  for (const auto& layer : j["layers_detail"]) {
+    ASSERT_TRUE(layer.contains("heads"));
+    ASSERT_TRUE(layer["heads"].is_array());
+    ASSERT_EQ(layer["heads"].size(), static_cast<std::size_t>(heads));
+    for (const auto& head : layer["heads"]) {
+      for (const char* key : {"edges", "offsets", "window"}) ASSERT_TRUE(head.contains(key)) << key;
+      ASSERT_TRUE(head["edges"].is_number_integer());
+      EXPECT_GE(head["edges"].get<int64_t>(), 0);
+      EXPECT_LE(head["edges"].get<int64_t>(), static_cast<int64_t>(tokens) * tokens);
+      ASSERT_TRUE(head["offsets"].is_null() || head["offsets"].is_array());
+      if (head["offsets"].is_array()) {
+        int64_t previous = -1;
+        for (const auto& o : head["offsets"]) {
+          ASSERT_TRUE(o.is_number_integer());
+          EXPECT_GE(o.get<int64_t>(), 0);
+          EXPECT_GT(o.get<int64_t>(), previous) << "offsets sorted and unique";
+          previous = o.get<int64_t>();
+        }
+      }
+      ASSERT_TRUE(head["window"].is_null() || head["window"].is_number_integer());
+    }
+  }
+}
+
+// A float32 .npy file shaped `shape` ('<f4', C order, format 1.0).
+std::string npy(const std::vector<int64_t>& shape, const std::vector<float>& data) {
+  std::string dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const std::size_t total = 10 + dict.size() + 1;
+  dict += std::string((total + 63) / 64 * 64 - total, ' ') + "\n";
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
+  out += dict;
+  for (float v : data) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    for (int b = 0; b < 4; ++b) out += static_cast<char>((bits >> (8 * b)) & 0xff);
+  }
+  return out;
+}
+
+// =============================================================================================
+
+TEST(Cli, BinaryExists) { ASSERT_TRUE(fs::exists(kBinary)) << kBinary; }
+
+TEST(Cli, FibottentionPruningRatio) {
+  const Result r = run("masks --json --attn-cfg " + cfg("vit_fibottention.yaml") + " --tokens 197 --heads 12 --layers 12");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  expect_schema(j, 197, 12, 12);
+  EXPECT_NEAR(j["pruning_ratio"].get<double>(), 0.9801, 5e-5);
+  // Diagonal heads report their offsets (positive: the main diagonal is excluded) and windows 5..65.
+  std::vector<int64_t> windows;
+  for (const auto& head : j["layers_detail"][0]["heads"]) {
+    ASSERT_TRUE(head["offsets"].is_array());
+    ASSERT_FALSE(head["offsets"].empty());
+    EXPECT_GT(head["offsets"][0].get<int64_t>(), 0);
+    windows.push_back(head["window"].get<int64_t>());
+  }
+  std::sort(windows.begin(), windows.end());
+  EXPECT_EQ(windows.front(), 5);
+  EXPECT_EQ(windows.back(), 65);
+  // The patch-only GFLOPs the literature reports (~0.014) beside the all-pairs number.
+  ASSERT_TRUE(j.contains("attention_gflops_patch"));
+  EXPECT_NEAR(j["attention_gflops_patch"].get<double>(), 0.715 * (196.0 * 196 / (197.0 * 197)) * (1 - 0.9801), 0.0005);
+  EXPECT_GT(j["attention_gflops"].get<double>(), j["attention_gflops_patch"].get<double>());
+}
+
+TEST(Cli, ModifiedFibottentionPruningRatio) {
+  const Result r =
+      run("masks --json --attn-cfg " + cfg("vit_fibottention_modified.yaml") + " --tokens 197 --heads 12 --layers 12");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  expect_schema(j, 197, 12, 12);
+  EXPECT_NEAR(j["pruning_ratio"].get<double>(), 0.9622, 5e-5);
+}
+
+TEST(Cli, LocalWindowTenWithoutDiagonal) {
+  const Result r = run("masks --json --attn-cfg " + cfg("vit_structured_local.yaml") +
+                       " --set window=10 --tokens 197 --heads 12 --layers 12");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  expect_schema(j, 197, 12, 12);
+  EXPECT_NEAR(j["pruning_ratio"].get<double>(), 0.9008, 5e-5);
+  for (const auto& head : j["layers_detail"][3]["heads"]) {
+    EXPECT_EQ(head["window"].get<int64_t>(), 10);
+    std::vector<int64_t> expected;
+    for (int o = 1; o <= 10; ++o) expected.push_back(o);
+    EXPECT_EQ(head["offsets"].get<std::vector<int64_t>>(), expected);
+    EXPECT_EQ(head["edges"].get<int64_t>(), 3810 + 2 * 197 - 1);
+  }
+}
+
+TEST(Cli, EveryStaticConfigReportsAValidSchema) {
+  // (Each run of the binary costs ~0.3 s of LibTorch start-up: the per-config details are in
+  // the config and pattern suites; here a few configs cover the report paths.)
+  for (const char* name : {"vit_longformer.yaml"}) {
+    SCOPED_TRACE(name);
+    const Result r = run(std::string("masks --json --attn-cfg ") + cfg(name) + " --tokens 65 --heads 4 --layers 12");
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const auto j = parse_json(r);
+    expect_schema(j, 65, 4, 12);
+  }
+  const Result dense = run("masks --json --attn-cfg " + cfg("vit_dense.yaml") + " --tokens 197 --heads 12 --layers 12");
+  ASSERT_EQ(dense.exit_code, 0) << dense.describe();
+  const auto d = parse_json(dense);
+  expect_schema(d, 197, 12, 12);
+  EXPECT_DOUBLE_EQ(d["pruning_ratio"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(d["density"].get<double>(), 1.0);
+  EXPECT_NEAR(d["attention_gflops"].get<double>(), 0.715, 0.001);
+  const Result topk = run("masks --json --attn-cfg " + cfg("vit_topk.yaml") + " --tokens 197 --heads 12 --layers 12");
+  ASSERT_EQ(topk.exit_code, 0) << topk.describe();
+  const auto t = parse_json(topk);
+  expect_schema(t, 197, 12, 12);
+  EXPECT_NEAR(t["pruning_ratio"].get<double>(), 1.0 - 4.0 / 196, 1e-9);
+  EXPECT_EQ(t.value("keys_per_query", 0), 4);
+}
+
+TEST(Cli, TableOutputWithTheDefaultConfig) {
+  const Result r = run("masks");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("0.9801"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("layer 11"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("offsets"), std::string::npos) << r.describe();
+}
+
+TEST(Cli, FlopsDenseVitBase) {
+  const Result r = run("flops --model vit_base_patch16_224 --attn-cfg " + cfg("vit_dense.yaml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  for (const char* key : {"attention_gflops", "attention_gflops_patch", "pruning_ratio", "density"})
+    ASSERT_TRUE(j.contains(key) && j[key].is_number()) << key << "\n" << r.describe();
+  EXPECT_NEAR(j["attention_gflops"].get<double>(), 0.715, 0.001);
+  // 12 layers x 12 heads x 2 x 64 x 197^2 / 1e9 exactly; the patch-only variant over 196^2.
+  EXPECT_NEAR(j["attention_gflops"].get<double>(), 144.0 * 2 * 64 * 197 * 197 / 1e9, 1e-9);
+  EXPECT_NEAR(j["attention_gflops_patch"].get<double>(), 144.0 * 2 * 64 * 196 * 196 / 1e9, 1e-9);
+  EXPECT_DOUBLE_EQ(j["pruning_ratio"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j["density"].get<double>(), 1.0);
+  // Fibottention on ViT-B: the same pruning ratio as `masks`.
+  const Result f = run("flops --model vit_base_patch16_224 --attn-cfg " + cfg("vit_fibottention.yaml") + " --json");
+  ASSERT_EQ(f.exit_code, 0) << f.describe();
+  EXPECT_NEAR(parse_json(f)["pruning_ratio"].get<double>(), 0.9801, 5e-5);
+}
+
+TEST(Cli, DashAndUnderscoreSpellings) {
+  const Result dashed = run("masks --json --attn-cfg " + cfg("vit_structured_local.yaml") +
+                            " --tokens 33 --heads 2 --layers 2 --head-dim 32");
+  const Result underscored = run("masks --json --attn_cfg " + cfg("vit_structured_local.yaml") +
+                                 " --tokens 33 --heads 2 --layers 2 --head_dim 32");
+  ASSERT_EQ(dashed.exit_code, 0) << dashed.describe();
+  ASSERT_EQ(underscored.exit_code, 0) << underscored.describe();
+  const auto a = parse_json(dashed), b = parse_json(underscored);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.value("head_dim", 0), 32);
+  // |j-k| <= 2 without the diagonal over 32 patches + the class row and column, 2 layers x 2 heads.
+  const double edges = 2.0 * (31 + 30) + 2 * 33 - 1;
+  EXPECT_NEAR(a["attention_gflops"].get<double>(), 4 * 2 * 32 * edges / 1e9, 1e-15);
+}
+
+TEST(Cli, UsageErrorsExitTwoWithOneLine) {
+  TempDir dir;
+  expect_usage_error(run("frobnicate"));
+  expect_usage_error(run("masks --bogus-option 3"));
+  expect_usage_error(run("masks --tokens 0"));
+  expect_usage_error(run("masks --attn-cfg " + quote((dir.path() / "missing.yaml").string())), "missing.yaml");
+  const std::string bad_yaml = dir.file("bad.yaml", "attention:\n  backend: vit\n  mask: [fibo\n");
+  expect_usage_error(run("masks --attn-cfg " + quote(bad_yaml)), "bad.yaml");
+  const std::string unknown_mask = dir.file("unknown_mask.yaml", "attention:\n  backend: vit\n  mask: fibbo\n");
+  const Result um = run("masks --attn-cfg " + quote(unknown_mask));
+  expect_usage_error(um, "did you mean 'fibo'");
+  EXPECT_NE(um.err.find("unknown_mask.yaml:3"), std::string::npos) << um.describe();
+  const std::string bad_value = dir.file("bad_value.yaml", "attention:\n  mask: local\n  mask_kwargs:\n    window: -1\n");
+  expect_usage_error(run("masks --attn-cfg " + quote(bad_value) + " --tokens 20 --heads 1 --layers 1"), "bad_value.yaml:4");
+  expect_usage_error(run("masks --set windw=3 --attn-cfg " + cfg("vit_structured_local.yaml")), "did you mean 'window'");
+  expect_usage_error(run("flops --model vit_bse_patch16_224"), "did you mean 'vit_base_patch16_224'");
+  expect_usage_error(run("masks --attn-cfg " + cfg("vit_dense.yaml") + " --tokens 20 --heads 1 --layers 1 --png " +
+                         quote((dir.path() / "d.png").string())));
+}
+
+TEST(Cli, PngIsWritten) {
+  TempDir dir;
+  const std::string png = (dir.path() / "heads.png").string();
+  const Result r = run("masks --attn-cfg " + cfg("vit_fibottention.yaml") + " --tokens 65 --heads 4 --layers 2 --png " +
+                       quote(png) + " --png-layer 1");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_TRUE(fs::exists(png)) << r.describe();
+  const std::string bytes = slurp(png);
+  ASSERT_GE(bytes.size(), 8u + 25u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(bytes.substr(12, 4), "IHDR");
+  EXPECT_EQ(bytes.substr(bytes.size() - 8, 4), "IEND");
+  EXPECT_NE(r.out.find("heads.png"), std::string::npos) << r.describe();
+  // An unwritable path is a runtime error.
+  const Result bad = run("masks --attn-cfg " + cfg("vit_structured_local.yaml") + " --tokens 20 --heads 2 --layers 1 --png " +
+                         quote((dir.path() / "no_such_dir" / "x.png").string()));
+  EXPECT_EQ(bad.exit_code, 1) << bad.describe();
+  EXPECT_EQ(bad.stderr_lines(), 1) << bad.describe();
+}
+
+TEST(Cli, PruningConfigWithMissingScoresFileIsARuntimeError) {
+  TempDir dir;
+  // The shipped config's relative scores_file does not exist in a fresh directory.
+  const Result shipped = run("masks --attn-cfg " + quote(kSourceDir + "/" + cfg("vit_pruning.yaml")), dir.path().string());
+  EXPECT_EQ(shipped.exit_code, 1) << shipped.describe();
+  EXPECT_EQ(shipped.stderr_lines(), 1) << shipped.describe();
+  EXPECT_NE(shipped.err.find("attention_scores.npy"), std::string::npos) << shipped.describe();
+  const std::string missing = dir.file(
+      "p.yaml", "attention:\n  mask: pruning\n  mask_kwargs:\n    scores_file: " + (dir.path() / "none.npy").string() + "\n");
+  const Result r = run("masks --json --attn-cfg " + quote(missing));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
+  EXPECT_TRUE(r.out.empty()) << r.describe();
+}
+
+TEST(Cli, PruningConfigWithScoresFile) {
+  TempDir dir;
+  const int heads = 2, n = 17;
+  std::vector<float> data(static_cast<std::size_t>(heads) * n * n);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f;
+  const std::string scores = dir.file("s.npy", npy({heads, n, n}, data));
+  const std::string yaml = dir.file(
+      "p.yaml", "attention:\n  mask: pruning\n  mask_kwargs:\n    pruning_ratio: 0.5\n    scores_file: " + scores + "\n");
+  const Result r = run("masks --json --attn-cfg " + quote(yaml) + " --tokens 17 --heads 2 --layers 3");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  expect_schema(j, 17, 2, 3);
+  EXPECT_NEAR(j["pruning_ratio"].get<double>(), 0.5, 1e-12);
+  // A shape that does not match the model: runtime error.
+  const Result wrong = run("masks --json --attn-cfg " + quote(yaml) + " --tokens 18 --heads 2 --layers 3");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.describe();
+  EXPECT_EQ(wrong.stderr_lines(), 1) << wrong.describe();
+}
+
+TEST(Cli, HelpAndList) {
+  const Result help = run("--help");
+  EXPECT_EQ(help.exit_code, 0) << help.describe();
+  EXPECT_NE(help.out.find("masks"), std::string::npos) << help.describe();
+  EXPECT_NE(help.out.find("flops"), std::string::npos) << help.describe();
+  const Result list = run("masks --list");
+  ASSERT_EQ(list.exit_code, 0) << list.describe();
+  for (const char* name : {"fibo", "local", "random", "sparse_transformer", "bigbird", "longformer", "pruning", "topk"}) {
+    bool found = false;
+    std::istringstream lines(list.out);
+    for (std::string line; std::getline(lines, line);)
+      found = found || line.rfind(std::string(name) + ":", 0) == 0 || line.rfind(std::string(name) + " ", 0) == 0;
+    EXPECT_TRUE(found) << name << "\n" << list.describe();
+  }
+  EXPECT_NE(list.out.find("w_min"), std::string::npos);
+  EXPECT_NE(list.out.find("keys_per_query"), std::string::npos);
+}
+
+TEST(Cli, WarningsGoToStderrAndJsonStaysClean) {
+  // A window larger than the sequence is clamped with a warning.
+  const Result r = run("masks --json --attn-cfg " + cfg("vit_structured_local.yaml") +
+                       " --set window=1000 --tokens 17 --heads 2 --layers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  expect_schema(j, 17, 2, 1);
+  EXPECT_DOUBLE_EQ(j["pruning_ratio"].get<double>(), 1.0 / 16);  // only the main diagonal is missing
+  EXPECT_NE(r.err.find("clamped"), std::string::npos) << r.describe();
+}
+
+TEST(Cli, NoClassToken) {
+  const Result r = run("masks --json --attn-cfg " + cfg("vit_structured_local.yaml") +
+                       " --no-class-token --tokens 196 --heads 1 --layers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = parse_json(r);
+  // Without a class token every token is a patch: the ratio of |j-k| <= 2 without diagonal over 196 tokens.
+  EXPECT_NEAR(j["pruning_ratio"].get<double>(), 1.0 - 778.0 / 38416.0, 1e-12);
+  EXPECT_EQ(j["layers_detail"][0]["heads"][0]["edges"].get<int64_t>(), 778);
+}
+
+}  // namespace
