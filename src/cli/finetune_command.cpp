@@ -56,6 +56,7 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("output_dir", c.output_dir, "where checkpoints, metrics.jsonl and the resolved config go");
   opt("log_dir", c.log_dir, "where metrics.jsonl goes (default: output_dir)");
   opt("resume", c.resume, "checkpoint to resume from");
+  opt("save_ckpt_freq", c.save_ckpt_freq, "also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)");
   opt("start_epoch", c.start_epoch, "first epoch (when resuming an old checkpoint)");
   cmd->add_flag(option_names("eval"), c.eval, "only evaluate (with --resume)");
   opt("seed", c.seed, "random seed");
@@ -112,7 +113,7 @@ void register_train_command(CLI::App& app, const std::string& name, const std::s
     train::TrainConfig c = state->config;
     if (eval_only) c.eval = true;
     const train::TrainSummary summary = train::run_finetune(c);
-    std::cout << summary.to_json().dump() << std::endl;
+    std::cout << summary.to_text() << "\n" << summary.to_json().dump() << std::endl;
   });
 }
 

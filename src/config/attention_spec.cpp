@@ -27,10 +27,22 @@ std::string scalar_of(const std::string& source, const YAML::Node& node, const s
   return node.Scalar();
 }
 
-void check_keys(const std::string& source, const YAML::Node& map, const std::string& section,
-                const std::vector<std::string>& allowed) {
+// yaml-cpp keeps duplicate keys silently (and lookups find the first): refuse them.
+void reject_duplicate_keys(const std::string& source, const YAML::Node& map, const std::string& section) {
+  std::vector<std::string> seen;
   for (const auto& item : map) {
     if (!item.first.IsScalar()) fail(source, item.first, "keys of '" + section + "' must be names");
+    const std::string key = item.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      fail(source, item.first, "duplicate key '" + key + "' in '" + section + "'");
+    seen.push_back(key);
+  }
+}
+
+void check_keys(const std::string& source, const YAML::Node& map, const std::string& section,
+                const std::vector<std::string>& allowed) {
+  reject_duplicate_keys(source, map, section);
+  for (const auto& item : map) {
     const std::string key = item.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
       fail(source, item.first, unknown_name_message("key in '" + section + "'", key, allowed));
@@ -93,6 +105,7 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
   if (const YAML::Node kwargs = attention["mask_kwargs"]; kwargs && !kwargs.IsNull()) {
     if (!kwargs.IsMap()) fail(source, kwargs, "'mask_kwargs' must be a mapping of name: value");
     if (!spec.has_mask()) fail(source, kwargs, "'mask_kwargs' given without a 'mask'");
+    reject_duplicate_keys(source, kwargs, "mask_kwargs");
     for (const auto& item : kwargs) {
       if (!item.first.IsScalar()) fail(source, item.first, "mask_kwargs keys must be names");
       const std::string name = item.first.Scalar();

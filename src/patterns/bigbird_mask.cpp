@@ -47,7 +47,8 @@ Pattern bigbird_pattern(const MaskContext& ctx, int64_t window, const std::vecto
 Pattern build_bigbird(const MaskContext& ctx, const MaskKwargs& kw) {
   if (kw.has("random_per_query") && kw.has("pruning_ratio"))
     throw UsageError("mask 'bigbird': give only one of random_per_query, pruning_ratio");
-  const int64_t window = kw.get_int("window", 1, 0);
+  // Offsets beyond N - 1 select nothing; clamping also keeps j + window from overflowing.
+  const int64_t window = std::min<int64_t>(kw.get_int("window", 1, 0), ctx.num_tokens - 1);
   const int64_t num_global = kw.get_int("num_global", 1, 0, ctx.num_tokens);
   const uint64_t seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
   std::vector<int32_t> globals = class_token_globals(ctx, kw);

@@ -14,7 +14,10 @@ namespace {
 
 // w_i = w_min + floor((i-1)(w_max-w_min)/(H-1)), i = 1..H (w_min when H = 1).
 int64_t head_window(int64_t i, int64_t heads, int64_t w_min, int64_t w_max) {
-  return heads == 1 ? w_min : w_min + (i - 1) * (w_max - w_min) / (heads - 1);
+  if (heads == 1) return w_min;
+  // 128-bit: (i-1)(w_max-w_min) overflows 64 bits for windows near INT64_MAX.
+  using i128 = __int128;
+  return static_cast<int64_t>(w_min + static_cast<i128>(i - 1) * (w_max - w_min) / (heads - 1));
 }
 
 // The candidate offsets of head i (1-based) before the window cut, for the paper definition.

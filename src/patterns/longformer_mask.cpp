@@ -24,6 +24,10 @@ Pattern build_longformer(const MaskContext& ctx, const MaskKwargs& kw) {
   const int64_t dilated_from = kw.get_int("dilated_from_layer", ctx.num_layers / 2, 0);
   const auto globals = class_token_globals(ctx, kw);
   const bool upper = ctx.layer >= dilated_from;
+  const int64_t largest = ctx.num_tokens - 1;
+  if (window > largest) {
+    window = largest;  // offsets >= N select nothing
+  }
 
   Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
   for (int32_t h = 0; h < ctx.num_heads; ++h) {
@@ -31,7 +35,8 @@ Pattern build_longformer(const MaskContext& ctx, const MaskKwargs& kw) {
     std::vector<int32_t> offsets;
     for (int64_t t = 0; t <= window && t * step < ctx.num_tokens; ++t) offsets.push_back(static_cast<int32_t>(t * step));
     pattern.set_head_diagonals(h, DiagonalStructure{offsets, globals});
-    pattern.set_window(h, window * step);
+    // The reported reach, capped at the largest offset (and so never overflowing).
+    pattern.set_window(h, window > largest / step ? largest : window * step);
   }
   return pattern;
 }

@@ -2,6 +2,7 @@
 // strided: the first ceil(H/2) heads attend |j-k| < l, the others (j-k) mod l = 0.
 // fixed:   the first ceil(H/2) heads attend within their block of l tokens, the others attend
 //          the last `summary` tokens of every block.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -29,7 +30,7 @@ Pattern build_sparse_transformer(const MaskContext& ctx, const MaskKwargs& kw) {
     if (mode == "strided") {
       std::vector<int32_t> offsets;
       if (local) {
-        for (int64_t o = 0; o < stride; ++o) offsets.push_back(static_cast<int32_t>(o));
+        for (int64_t o = 0; o < std::min<int64_t>(stride, ctx.num_tokens); ++o) offsets.push_back(static_cast<int32_t>(o));
       } else {
         for (int64_t o = 0; o < ctx.num_tokens; o += stride) offsets.push_back(static_cast<int32_t>(o));
       }

@@ -47,6 +47,14 @@ nlohmann::json TrainSummary::to_json() const {
   return j;
 }
 
+std::string TrainSummary::to_text() const {
+  return fmt::format(
+      "top-1 accuracy {:.2f}%{} | attention GFLOPs {:.6f} (patch pairs only {:.6f}) | pruning ratio {:.4f} | "
+      "density {:.4f} | {:.3f}M params",
+      test_acc1, ema_acc1 >= 0 ? fmt::format(" (EMA {:.2f}%)", ema_acc1) : std::string(), attention_gflops,
+      attention_gflops_patch, pruning_ratio, density, params / 1e6);
+}
+
 nlohmann::json config_to_json(const TrainConfig& c) {
   return {{"dataset", c.dataset},
           {"data_path", c.data_path},
@@ -80,6 +88,7 @@ nlohmann::json config_to_json(const TrainConfig& c) {
           {"output_dir", c.output_dir},
           {"log_dir", c.log_dir},
           {"resume", c.resume},
+          {"save_ckpt_freq", c.save_ckpt_freq},
           {"start_epoch", c.start_epoch},
           {"eval", c.eval},
           {"seed", c.seed},
@@ -110,6 +119,7 @@ TrainConfig resolve(TrainConfig c) {
   non_negative("num_workers", static_cast<double>(c.num_workers));
   non_negative("threads", static_cast<double>(c.threads));
   non_negative("start_epoch", static_cast<double>(c.start_epoch));
+  non_negative("save_ckpt_freq", static_cast<double>(c.save_ckpt_freq));
   if (c.smoothing < 0 || c.smoothing >= 1) throw UsageError("--smoothing must be in [0, 1)");
   if (c.mixup_prob < 0 || c.mixup_prob > 1) throw UsageError("--mixup_prob must be in [0, 1]");
   if (c.mixup_switch_prob < 0 || c.mixup_switch_prob > 1) throw UsageError("--mixup_switch_prob must be in [0, 1]");
@@ -381,6 +391,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
       contents.host_rng_state = rng_state_string(host_rng);
       contents.metadata_json = metadata.dump();
       save_checkpoint(c.output_dir + "/checkpoint.pt", contents);
+      if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
+        save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", contents);
     }
     summary.ema_acc1 = ema_acc1;
     summary.epochs_run++;

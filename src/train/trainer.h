@@ -52,6 +52,7 @@ struct TrainConfig {
   std::string output_dir;           // "" : nothing written
   std::string log_dir;              // metrics.jsonl location (default: output_dir)
   std::string resume;               // checkpoint to resume from (or to evaluate with --eval)
+  int64_t save_ckpt_freq = 0;       // also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)
   int64_t start_epoch = 0;
   bool eval = false;
   int64_t seed = 0;
@@ -66,6 +67,8 @@ struct TrainSummary {
   int64_t params = 0;
   int64_t epochs_run = 0;
   nlohmann::json to_json() const;
+  // One readable line: top-1, attention GFLOPs, pruning ratio.
+  std::string to_text() const;
 };
 
 // Checks values and fills derived defaults (data_path, lr); throws UsageError.

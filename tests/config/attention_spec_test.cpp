@@ -591,3 +591,24 @@ TEST(AttentionSpecFuzz, HandwrittenHostileDocuments) {
 
 }  // namespace
 }  // namespace sparsevit::config
+
+namespace sparsevit::config {
+namespace {
+
+TEST(AttentionSpec, DuplicateKeysAreErrorsWithTheirLine) {
+  for (const std::string yaml : {"attention:\n  backend: vit\n  backend: dense\n",
+                                 "attention:\n  mask: local\n  mask_kwargs:\n    window: 2\n    window: 70\n"}) {
+    try {
+      parse_attention_spec(yaml, "dup.yaml");
+      ADD_FAILURE() << "accepted duplicate keys:\n" << yaml;
+    } catch (const UsageError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("duplicate key"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(yaml.find("window: 70") != std::string::npos ? "dup.yaml:5" : "dup.yaml:3"), std::string::npos)
+          << msg;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparsevit::config
