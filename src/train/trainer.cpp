@@ -185,14 +185,18 @@ EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, 
 
 // The model and attention a checkpoint was trained with override the flags, so that
 // `sparsevit eval --resume ckpt` rebuilds exactly that model.
-void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, const LoadedCheckpoint& ckpt) {
+void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
+                            const LoadedCheckpoint& ckpt) {
   const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, false);
   if (meta.is_discarded() || !meta.contains("model") || !meta.contains("attention_yaml")) return;
   const std::string model = meta["model"].get<std::string>();
   if (model != c.model) spdlog::info("using the checkpoint's model {} (not {})", model, c.model);
   c.model = model;
   if (meta.contains("nb_classes")) c.nb_classes = meta["nb_classes"].get<int64_t>();
-  spec = config::parse_attention_spec(meta["attention_yaml"].get<std::string>(), ckpt.path() + " (attention)");
+  attention_yaml = meta["attention_yaml"].get<std::string>();
+  c.attn_set = meta.value("attention_overrides", std::vector<std::string>{});
+  spec = config::parse_attention_spec(attention_yaml, ckpt.path() + " (attention)");
+  config::apply_mask_kwarg_overrides(spec, c.attn_set);
 }
 
 }  // namespace
@@ -212,9 +216,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   std::optional<LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) {
     ckpt.emplace(c.resume);
-    adopt_checkpoint_model(c, spec, *ckpt);
-    const nlohmann::json meta = nlohmann::json::parse(ckpt->metadata_json(), nullptr, false);
-    if (!meta.is_discarded() && meta.contains("attention_yaml")) attention_yaml = meta["attention_yaml"];
+    adopt_checkpoint_model(c, spec, attention_yaml, *ckpt);
   }
 
   // Data.
@@ -270,6 +272,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
                                    {"nb_classes", c.nb_classes},
                                    {"attention_yaml", attention_yaml},
                                    {"attention_source", spec.source},
+                                   {"attention_overrides", c.attn_set},
                                    {"config", config_to_json(c)}};
   if (c.eval) {
     ckpt->load_model(*model);

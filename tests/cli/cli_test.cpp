@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "support/synthetic_idx.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -411,6 +413,66 @@ TEST(Cli, NoClassToken) {
   // Without a class token every token is a patch: the ratio of |j-k| <= 2 without diagonal over 196 tokens.
   EXPECT_NEAR(j["pruning_ratio"].get<double>(), 1.0 - 778.0 / 38416.0, 1e-12);
   EXPECT_EQ(j["layers_detail"][0]["heads"][0]["edges"].get<int64_t>(), 778);
+}
+
+// ---- finetune / eval, end to end on a tiny dataset written here ----
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TEST(Cli, FinetuneWithAnExperimentConfigAndOverrides) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "data");
+  sparsevit::testing::write_synthetic_idx(dir.path() / "data", "train", 64, 1);
+  sparsevit::testing::write_synthetic_idx(dir.path() / "data", "t10k", 32, 2);
+  const std::string out = (dir.path() / "run").string();
+  const std::string exp = dir.file("exp.yaml",
+                                   "dataset: mnist\n"
+                                   "data_path: " + (dir.path() / "data").string() + "\n"
+                                   "model: vit_nano_patch2_28\n"
+                                   "epochs: 3\n"
+                                   "batch_size: 32\n"
+                                   "attn_set: [w_max=33]\n"
+                                   "threads: 2\n");
+  // The command line overrides the file (epochs 3 -> 1) and takes the dash spelling.
+  const Result r = run("finetune --config " + quote(exp) + " --epochs 1 --batch-size 16 --output_dir " + quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  for (const char* key : {"test_acc1", "attention_gflops", "pruning_ratio", "density", "params"})
+    EXPECT_TRUE(summary.contains(key)) << key;
+  EXPECT_EQ(summary["epochs"].get<int>(), 1);
+  const auto config = nlohmann::json::parse(slurp(out + "/config.json"));
+  EXPECT_EQ(config["batch_size"].get<int>(), 16);
+  EXPECT_EQ(config["attn_set"][0].get<std::string>(), "w_max=33");
+  EXPECT_TRUE(fs::exists(out + "/checkpoint.pt"));
+  EXPECT_TRUE(fs::exists(out + "/metrics.jsonl"));
+
+  const Result e = run("eval --resume " + quote(out + "/checkpoint.pt") + " --dataset mnist --data_path " +
+                       quote((dir.path() / "data").string()));
+  ASSERT_EQ(e.exit_code, 0) << e.describe();
+  EXPECT_EQ(nlohmann::json::parse(last_line(e.out))["test_acc1"], summary["test_acc1"]);
+}
+
+TEST(Cli, FinetuneInputErrors) {
+  TempDir dir;
+  const std::string bad_key = dir.file("exp.yaml", "epochs: 1\nbatch_sise: 3\n");
+  expect_usage_error(run("finetune --config " + quote(bad_key)), "did you mean 'batch_size'");
+  EXPECT_NE(run("finetune --config " + quote(bad_key)).err.find("exp.yaml:2"), std::string::npos);
+  expect_usage_error(run("finetune --batch_size 0"), "batch_size");
+  expect_usage_error(run("finetune --model vit_nano_patch3_28 --max_train_samples 8"), "did you mean");
+  expect_usage_error(run("eval"), "--resume");
+  // A truncated dataset file is a runtime error naming the file.
+  fs::create_directories(dir.path() / "data");
+  sparsevit::testing::write_synthetic_idx(dir.path() / "data", "train", 8, 1);
+  sparsevit::testing::write_synthetic_idx(dir.path() / "data", "t10k", 8, 2);
+  fs::resize_file(dir.path() / "data" / "t10k-images-idx3-ubyte", 1000);
+  const Result r = run("finetune --dataset mnist --epochs 1 --threads 1 --data_path " + quote((dir.path() / "data").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("t10k-images-idx3-ubyte"), std::string::npos) << r.describe();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/synthetic_idx.h"
 #include "train/checkpoint.h"
 #include "util/errors.h"
 
@@ -16,35 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_be32(std::ofstream& out, uint32_t v) {
-  const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
-                              static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-  out.write(reinterpret_cast<const char*>(b), 4);
-}
-
-// Two classes a ViT separates easily: a bright top half (label 0) or a bright bottom half (label 1).
-void write_split(const fs::path& dir, const std::string& prefix, int n, uint32_t seed) {
-  std::ofstream images(dir / (prefix + "-images-idx3-ubyte"), std::ios::binary);
-  std::ofstream labels(dir / (prefix + "-labels-idx1-ubyte"), std::ios::binary);
-  write_be32(images, 2051);
-  write_be32(images, n);
-  write_be32(images, 28);
-  write_be32(images, 28);
-  write_be32(labels, 2049);
-  write_be32(labels, n);
-  uint32_t state = seed;
-  for (int i = 0; i < n; ++i) {
-    const unsigned char label = static_cast<unsigned char>(i % 2);
-    labels.put(static_cast<char>(label));
-    for (int y = 0; y < 28; ++y)
-      for (int x = 0; x < 28; ++x) {
-        state = state * 1664525u + 1013904223u;
-        const bool bright = (y < 14) == (label == 0);
-        images.put(static_cast<char>((bright ? 160 : 20) + (state >> 26)));
-      }
-  }
-}
-
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -52,8 +24,8 @@ class TrainerTest : public ::testing::Test {
                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_ / "data");
-    write_split(root_ / "data", "train", 512, 1);
-    write_split(root_ / "data", "t10k", 64, 2);
+    testing::write_synthetic_idx(root_ / "data", "train", 512, 1);
+    testing::write_synthetic_idx(root_ / "data", "t10k", 64, 2);
   }
   void TearDown() override { fs::remove_all(root_); }
 
