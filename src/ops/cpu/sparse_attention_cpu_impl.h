@@ -517,6 +517,29 @@ SV_INLINE V<T> block_dots(RowPtr row_ptr, KeyPtr key_ptr) {
   return transpose_reduce<T>(acc);
 }
 
+// s[t] = x . base[idx[t] * D] for a long row: W keys per step reduced together by the
+// transposing tree (one vector store per W keys), the rest four at a time.
+template <typename T, int kD>
+inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, T* s) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  constexpr int C = kD / W;
+  constexpr ReduceLanes<W> lanes{};
+  int64_t t = 0;
+  for (; t + W <= n; t += W) {
+    V<T> acc[W];
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i) {
+      const T* y = base + static_cast<int64_t>(idx[t + lanes.lane_of_input[i]]) * kD;
+      V<T> a = x.r[0] * vload(y);
+#pragma GCC unroll 16
+      for (int c = 1; c < C; ++c) a += x.r[c] * vload(y + c * W);
+      acc[i] = a;
+    }
+    vstore(s + t, transpose_reduce<T>(acc));
+  }
+  fixed_gather_dots(x, idx + t, n - t, base, s + t);
+}
+
 template <typename T, int kD>
 void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
   constexpr int W = static_cast<int>(kLanes<T>);
@@ -664,7 +687,7 @@ void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T*
     if constexpr (kD > 0) {
       FixedRow<T, kD> qr;
       qr.load(p.q + r * D);
-      fixed_gather_dots(qr, keys, nk, kb, scores);
+      fixed_gather_dots_wide(qr, keys, nk, kb, scores);
     } else {
       gather_dots(p.q + r * D, keys, nk, kb, D, scores);
     }
@@ -716,8 +739,8 @@ void backward_query_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t
       qr.load(p.q + r * D);
       dor.load(doj);
       di = dor.dot(p.out + r * D);
-      fixed_gather_dots(qr, keys, nk, kb, P);
-      fixed_gather_dots(dor, keys, nk, vb, dS);
+      fixed_gather_dots_wide(qr, keys, nk, kb, P);
+      fixed_gather_dots_wide(dor, keys, nk, vb, dS);
     } else {
       di = dot1(doj, p.out + r * D, D);
       gather_dots(p.q + r * D, keys, nk, kb, D, P);
