@@ -35,8 +35,8 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   cmd->add_option("--attn-set,--attn_set", c.attn_set, "override a mask kwarg: NAME=VALUE (repeatable)");
   opt("drop_path", c.drop_path, "stochastic depth rate");
   opt("epochs", c.epochs, "training epochs");
-  opt("batch_size", c.batch_size, "batch size (per process)");
-  opt("blr", c.blr, "base learning rate: lr = blr * batch_size / 256");
+  opt("batch_size", c.batch_size, "batch size per process (global batch: batch_size * world size)");
+  opt("blr", c.blr, "base learning rate: lr = blr * batch_size * world_size / 256");
   opt("lr", c.lr, "absolute learning rate (overrides blr)");
   opt("min_lr", c.min_lr, "lower bound of the cosine schedule");
   opt("warmup_epochs", c.warmup_epochs, "linear warm-up epochs");
@@ -62,6 +62,15 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("seed", c.seed, "random seed");
   opt("threads", c.threads, "CPU threads for LibTorch (0: every core)");
   opt("print_freq", c.print_freq, "progress lines per epoch when not on a terminal (0: auto)");
+  // Data parallelism: active when a launcher (scripts/launch, torchrun, mpirun) sets RANK /
+  // WORLD_SIZE (or OMPI_COMM_WORLD_*) to more than one process.
+  opt("dist_backend", c.dist_backend, "distributed backend: gloo (CPU) | nccl (LibTorch CUDA builds)")
+      ->check(CLI::IsMember({"gloo", "nccl"}));
+  opt("dist_url", c.dist_url, "rendezvous: env:// (MASTER_ADDR:MASTER_PORT) | tcp://HOST:PORT | file:///PATH");
+  opt("dist_timeout", c.dist_timeout, "seconds a rendezvous or collective may wait for the other processes");
+  opt("dist_bucket_mb", c.dist_bucket_mb, "gradient allreduce bucket size in MB");
+  cmd->add_flag(option_names("dist_no_overlap"), c.dist_no_overlap,
+                "average gradients after backward instead of overlapping with it");
 }
 
 // Applies `--config FILE` before the command line is parsed, through the options themselves,
@@ -113,6 +122,7 @@ void register_train_command(CLI::App& app, const std::string& name, const std::s
     train::TrainConfig c = state->config;
     if (eval_only) c.eval = true;
     const train::TrainSummary summary = train::run_finetune(c);
+    if (summary.rank != 0) return;  // data-parallel runs: rank 0 reports
     std::cout << summary.to_text() << "\n" << summary.to_json().dump() << std::endl;
   });
 }

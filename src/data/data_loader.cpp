@@ -53,6 +53,7 @@ DataLoader::~DataLoader() { stop(); }
 
 int64_t DataLoader::num_samples() const {
   const int64_t n = dataset_->size(), world = options_.world_size;
+  if (!options_.even_shards) return (n - options_.rank + world - 1) / world;  // positions r, r + W, ... < n
   // torch.utils.data.DistributedSampler's num_samples.
   if (options_.drop_last && n % world != 0) return n / world;
   return (n + world - 1) / world;
@@ -71,7 +72,8 @@ std::vector<int64_t> DataLoader::epoch_indices(int64_t epoch) const {
     Rng rng = make_rng(options_.seed, RngStream::kShuffle, epoch);
     fisher_yates(order, rng);
   }
-  const int64_t world = options_.world_size, per_rank = num_samples(), total = per_rank * world;
+  const int64_t world = options_.world_size, per_rank = num_samples();
+  const int64_t total = options_.even_shards ? per_rank * world : n;
   // Pad by repeating the order from its start (or cut, with drop_last) to total.
   std::vector<int64_t> padded;
   padded.reserve(static_cast<std::size_t>(total));

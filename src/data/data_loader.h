@@ -8,6 +8,12 @@
 // Distributed: like torch's DistributedSampler, the (shuffled) order is padded by repeating
 // its start to a multiple of world_size (or cut to one when drop_last), and rank r takes
 // positions r, r + world_size, ... so ranks get disjoint shards of equal length.
+// Batch k of every rank then holds global positions [k·B·W, (k+1)·B·W) (B = batch_size,
+// W = world_size): the W ranks' batches k together are exactly batch k of one process with
+// batch B·W over the same order, and each sample keeps its augmentation (keyed by dataset
+// index, not rank), so W ranks × B train on the same global batches as 1 × B·W.
+// even_shards = false (evaluation): no padding or cutting; rank r takes positions r, r + W,
+// ... < n, so every sample is seen exactly once and shard sizes differ by at most one.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -36,6 +42,7 @@ struct LoaderOptions {
   int64_t prefetch_batches = 2;  // batches in flight per worker
   int64_t rank = 0;
   int64_t world_size = 1;
+  bool even_shards = true;       // pad (or cut) so every rank gets the same number of samples
 };
 
 struct Batch {

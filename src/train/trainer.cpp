@@ -21,6 +21,7 @@
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
+#include "train/distributed.h"
 #include "train/losses.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
@@ -92,7 +93,12 @@ nlohmann::json config_to_json(const TrainConfig& c) {
           {"start_epoch", c.start_epoch},
           {"eval", c.eval},
           {"seed", c.seed},
-          {"threads", c.threads}};
+          {"threads", c.threads},
+          {"dist_backend", c.dist_backend},
+          {"dist_url", c.dist_url},
+          {"dist_timeout", c.dist_timeout},
+          {"dist_bucket_mb", c.dist_bucket_mb},
+          {"dist_no_overlap", c.dist_no_overlap}};
 }
 
 TrainConfig resolve(TrainConfig c) {
@@ -127,6 +133,12 @@ TrainConfig resolve(TrainConfig c) {
   if (c.drop_path < 0 || c.drop_path >= 1) throw UsageError("--drop_path must be in [0, 1)");
   if (c.train_crop != "pad" && c.train_crop != "rrc") throw UsageError("--train_crop must be pad or rrc");
   if (c.eval && c.resume.empty()) throw UsageError("--eval needs --resume CHECKPOINT");
+  positive("dist_timeout", c.dist_timeout);
+  positive("dist_bucket_mb", c.dist_bucket_mb);
+  if (c.dist_backend != "gloo" && c.dist_backend != "nccl")
+    throw UsageError("--dist_backend must be gloo or nccl, got '" + c.dist_backend + "'");
+  if (!dist::backend_available(c.dist_backend))
+    throw UsageError("--dist_backend " + c.dist_backend + ": this LibTorch build has no NCCL (it is a CPU build); use gloo");
   if (c.aa == "none") c.aa.clear();
   if (c.log_dir.empty()) c.log_dir = c.output_dir;
   return c;
@@ -158,7 +170,9 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   if (ec) throw RuntimeError("cannot write '" + path + "': " + ec.message());
 }
 
-EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, int64_t epoch) {
+// Every process evaluates its shard; the sums are added over the ranks (pg != nullptr).
+EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, int64_t epoch,
+                    dist::ProcessGroup* pg, std::ostream& out) {
   torch::NoGradGuard no_grad;
   model.eval();
   loader.set_epoch(epoch);
@@ -166,7 +180,7 @@ EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, 
   double loss_sum = 0, correct1 = 0, correct5 = 0;
   int64_t seen = 0, done = 0;
   data::Batch batch;
-  ProgressBar bar("Test", loader.num_batches(), loader.options().batch_size, std::cout, stdout_is_tty());
+  ProgressBar bar("Test", loader.num_batches(), loader.options().batch_size, out, stdout_is_tty());
   while (loader.next(batch)) {
     const at::Tensor logits = model.forward(batch.images);
     const int64_t n = batch.labels.size(0);
@@ -179,6 +193,15 @@ EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, 
     bar.update(++done, loss_sum / seen);
   }
   bar.finish();
+  if (pg != nullptr) {
+    at::Tensor sums = at::tensor(std::vector<double>{loss_sum, correct1, correct5, static_cast<double>(seen)},
+                                 at::TensorOptions().dtype(at::kDouble));
+    pg->allreduce_sum(sums);
+    loss_sum = sums[0].item<double>();
+    correct1 = sums[1].item<double>();
+    correct5 = sums[2].item<double>();
+    seen = static_cast<int64_t>(sums[3].item<double>());
+  }
   if (seen == 0) throw UsageError("the evaluation set is empty");
   return {loss_sum / seen, 100.0 * correct1 / seen, 100.0 * correct5 / seen};
 }
@@ -201,9 +224,50 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::st
 
 }  // namespace
 
+namespace {
+
+// Rank 0 logs at the configured level; the other ranks only warnings and errors.
+class QuietLogScope {
+ public:
+  explicit QuietLogScope(bool quiet) : level_(spdlog::get_level()), quiet_(quiet) {
+    if (quiet_) spdlog::set_level(spdlog::level::warn);
+  }
+  ~QuietLogScope() {
+    if (quiet_) spdlog::set_level(level_);
+  }
+
+ private:
+  spdlog::level::level_enum level_;
+  bool quiet_;
+};
+
+}  // namespace
+
 TrainSummary run_finetune(const TrainConfig& raw) {
   TrainConfig c = resolve(raw);
-  const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // Data parallelism: a process group when a launcher started several processes; none at all
+  // for a single process. Only rank 0 writes files and draws progress.
+  const dist::LaunchInfo launch = dist::launch_info_from_environment();
+  std::unique_ptr<dist::ProcessGroup> pg;
+  if (launch.distributed()) {
+    pg = dist::ProcessGroup::create(launch, {c.dist_backend, c.dist_url, c.dist_timeout});
+  }
+  const int64_t rank = launch.rank, world = launch.distributed() ? launch.world_size : 1;
+  const bool main_rank = rank == 0;
+  const QuietLogScope quiet_logs(!main_rank);
+  std::ostream null_stream(nullptr);  // a stream that drops everything (non-zero ranks)
+  std::ostream& out = main_rank ? std::cout : null_stream;
+  if (pg) {
+    spdlog::info("distributed: {} processes ({} backend, rendezvous {}, launched by {}), {} per-process batch = {} global",
+                 world, c.dist_backend, c.dist_url == "env://" ? fmt::format("tcp://{}:{}", launch.master_addr, launch.master_port)
+                                                               : c.dist_url,
+                 launch.launcher, c.batch_size, c.batch_size * world);
+  }
+  // Every core, shared among the processes on this machine.
+  const int64_t threads =
+      c.threads > 0 ? c.threads
+                    : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) /
+                                               std::max<int64_t>(1, pg ? launch.local_world_size : 1));
   at::set_num_threads(static_cast<int>(threads));
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   std::mt19937_64 host_rng(static_cast<uint64_t>(c.seed) * 0x9E3779B97F4A7C15ULL + 1);
@@ -234,6 +298,15 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   options.attention = spec;
   auto model = models::create_model(c.model, options);
   const models::VitConfig& vc = model->config();
+  std::vector<at::Tensor> model_state = model->parameters();
+  for (const auto& b : model->buffers()) model_state.push_back(b);
+  const int64_t bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(c.dist_bucket_mb * (1 << 20)));
+  if (pg) {
+    pg->broadcast(model_state, 0, bucket_bytes);  // every rank starts from rank 0's weights
+    // Stochastic depth and the like differ per rank (as MAE's seed + rank); data order and
+    // augmentation come from the shared seed through the loader.
+    torch::manual_seed(static_cast<uint64_t>(c.seed + rank));
+  }
   data::TransformConfig tc;
   tc.input_size = vc.img_size;
   tc.in_chans = vc.in_chans;
@@ -250,6 +323,9 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   eval_options.batch_size = c.batch_size;
   eval_options.num_workers = c.num_workers;
   eval_options.seed = static_cast<uint64_t>(c.seed);
+  eval_options.rank = rank;
+  eval_options.world_size = world;
+  eval_options.even_shards = false;  // every test sample exactly once over the ranks
   data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
 
   // Attention cost of this model, from the patterns its kernels run.
@@ -273,18 +349,22 @@ TrainSummary run_finetune(const TrainConfig& raw) {
                                    {"attention_yaml", attention_yaml},
                                    {"attention_source", spec.source},
                                    {"attention_overrides", c.attn_set},
+                                   {"world_size", world},
                                    {"config", config_to_json(c)}};
   if (c.eval) {
     ckpt->load_model(*model);
-    const EvalResult r = evaluate(*model, eval_loader, 0);
+    const EvalResult r = evaluate(*model, eval_loader, 0, pg.get(), out);
     summary.test_acc1 = r.acc1;
     summary.test_acc5 = r.acc5;
     summary.test_loss = r.loss;
+    summary.rank = rank;
+    summary.world_size = world;
     return summary;
   }
 
   // Optimisation.
-  const double lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size);
+  // MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
+  const double lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * world);
   auto optimizer = make_adamw(*model, OptimizerConfig{lr, c.weight_decay, c.opt_eps});
   const LrScheduleConfig schedule{lr, c.min_lr, c.warmup_epochs, static_cast<double>(std::max<int64_t>(1, c.epochs))};
   validate(schedule);
@@ -305,6 +385,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   train_options.drop_last = mixup.enabled();  // mixup pairs the batch with its reverse
   train_options.num_workers = c.num_workers;
   train_options.seed = static_cast<uint64_t>(c.seed);
+  train_options.rank = rank;
+  train_options.world_size = world;
   data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
   const int64_t iters = train_loader.num_batches();
   if (iters == 0) throw UsageError("the training set has fewer samples than one batch");
@@ -318,16 +400,30 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     if (ckpt->has_torch_rng()) ckpt->restore_torch_rng();
     start_epoch = ckpt->epoch() + 1;
     global_step = ckpt->global_step();
+    if (pg) {
+      // The checkpoint holds rank 0's generator; give every rank its own stream again.
+      torch::manual_seed(static_cast<uint64_t>(c.seed + rank) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(start_epoch));
+      pg->broadcast(model_state, 0, bucket_bytes);
+    }
     spdlog::info("resumed from {} at epoch {}", ckpt->path(), start_epoch);
+  }
+  std::optional<dist::GradientReducer> reducer;
+  if (pg) {
+    std::vector<at::Tensor> trainable;
+    for (const auto& p : model->parameters())
+      if (p.requires_grad()) trainable.push_back(p);
+    reducer.emplace(*pg, trainable, bucket_bytes, !c.dist_no_overlap);
+    spdlog::info("gradient averaging: {} allreduce bucket(s) of at most {} MB per step, {}", reducer->num_buckets(),
+                 c.dist_bucket_mb, c.dist_no_overlap ? "after backward" : "overlapping with backward");
   }
 
   std::optional<MetricsLog> metrics;
-  if (!c.output_dir.empty()) {
+  if (!c.output_dir.empty() && main_rank) {
     std::filesystem::create_directories(c.output_dir);
     write_text_atomically(c.output_dir + "/config.json", config_to_json(c).dump(2) + "\n");
     write_text_atomically(c.output_dir + "/attention.yaml", attention_yaml);
   }
-  if (!c.log_dir.empty()) {
+  if (!c.log_dir.empty() && main_rank) {
     std::filesystem::create_directories(c.log_dir);
     metrics.emplace(c.log_dir + "/metrics.jsonl");
   }
@@ -337,10 +433,10 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     const auto t0 = std::chrono::steady_clock::now();
     model->train();
     train_loader.set_epoch(epoch);
-    ProgressBar bar(fmt::format("Epoch {}/{}", epoch + 1, c.epochs), iters, c.batch_size, std::cout, stdout_is_tty(),
+    ProgressBar bar(fmt::format("Epoch {}/{}", epoch + 1, c.epochs), iters, c.batch_size * world, out, stdout_is_tty(),
                     c.print_freq > 0 ? static_cast<int>(std::max<int64_t>(1, 100 / c.print_freq)) : 10);
     double loss_sum = 0, lr_now = lr;
-    int64_t it = 0;
+    int64_t it = 0, images = 0;
     data::Batch batch;
     while (train_loader.next(batch)) {
       lr_now = cosine_lr(schedule, fractional_epoch(epoch, it, iters));
@@ -358,33 +454,49 @@ TrainSummary run_finetune(const TrainConfig& raw) {
       check_finite_loss(loss_value, epoch, global_step);
       optimizer->zero_grad();
       loss.backward();
+      if (reducer) reducer->finish();  // .grad = the mean over the ranks
       if (c.clip_grad > 0) clip_grad_norm(model->parameters(), c.clip_grad);
       optimizer->step();
       if (ema) ema->update(*model, c.model_ema_decay);
       loss_sum += loss_value;
+      images += batch.labels.size(0);
       ++global_step;
       bar.update(++it, loss_value, lr_now);
     }
     bar.finish();
+    const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double steps = static_cast<double>(it), images_seen = static_cast<double>(images);
+    if (pg) {
+      // Every rank ran the same number of equally sized steps: the mean of the ranks' step
+      // losses is the loss of the global batch.
+      at::Tensor sums = at::tensor(std::vector<double>{loss_sum, steps, images_seen}, at::TensorOptions().dtype(at::kDouble));
+      pg->allreduce_sum(sums);
+      loss_sum = sums[0].item<double>();
+      steps = sums[1].item<double>();
+      images_seen = sums[2].item<double>();
+    }
+    const double train_loss = loss_sum / std::max(1.0, steps);
 
-    last = evaluate(*model, eval_loader, epoch);
+    last = evaluate(*model, eval_loader, epoch, pg.get(), out);
     double ema_acc1 = -1;
     if (ema) {
       EmaWeightsScope scope(*ema, *model);
-      ema_acc1 = evaluate(*model, eval_loader, epoch).acc1;
+      ema_acc1 = evaluate(*model, eval_loader, epoch, pg.get(), out).acc1;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json record = {{"epoch", epoch},          {"train_loss", loss_sum / std::max<int64_t>(1, it)},
+    nlohmann::json record = {{"epoch", epoch},          {"train_loss", train_loss},
                              {"test_loss", last.loss},  {"test_acc1", last.acc1},
                              {"test_acc5", last.acc5},  {"lr", lr_now},
                              {"epoch_seconds", seconds}};
+    record["train_images_per_second"] = train_seconds > 0 ? images_seen / train_seconds : 0.0;  // all ranks
+    if (pg) record["world_size"] = world;
     if (ema) record["test_acc1_ema"] = ema_acc1;
-    std::cout << fmt::format("Epoch {}/{}: train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}  ({:.1f} s)",
-                             epoch + 1, c.epochs, loss_sum / std::max<int64_t>(1, it), last.loss, last.acc1, last.acc5,
+    out << fmt::format("Epoch {}/{}: train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}  ({:.1f} s)",
+                             epoch + 1, c.epochs, train_loss, last.loss, last.acc1, last.acc5,
                              ema ? fmt::format("  ema acc@1 {:.2f}", ema_acc1) : std::string(), seconds)
               << std::endl;
     if (metrics) metrics->append(record);
-    if (!c.output_dir.empty()) {
+    if (!c.output_dir.empty() && main_rank) {
       CheckpointContents contents;
       contents.model = model.get();
       contents.optimizer = optimizer.get();
@@ -400,10 +512,12 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     summary.ema_acc1 = ema_acc1;
     summary.epochs_run++;
   }
-  if (summary.epochs_run == 0) last = evaluate(*model, eval_loader, start_epoch);
+  if (summary.epochs_run == 0) last = evaluate(*model, eval_loader, start_epoch, pg.get(), out);
   summary.test_acc1 = last.acc1;
   summary.test_acc5 = last.acc5;
   summary.test_loss = last.loss;
+  summary.rank = rank;
+  summary.world_size = world;
   return summary;
 }
 

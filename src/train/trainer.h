@@ -58,6 +58,14 @@ struct TrainConfig {
   int64_t seed = 0;
   int64_t threads = 0;              // 0: every core
   int64_t print_freq = 0;           // 0: progress bar decides
+  // data parallelism (several processes started by torchrun / mpirun / scripts/launch, found
+  // through RANK, WORLD_SIZE, MASTER_ADDR, ... in the environment; see train/distributed.h).
+  // batch_size is per process: the global batch is batch_size * world_size.
+  std::string dist_backend = "gloo";  // gloo | nccl
+  std::string dist_url = "env://";    // env:// | tcp://HOST:PORT | file:///PATH
+  double dist_timeout = 1800;         // seconds: rendezvous and every collective
+  double dist_bucket_mb = 25;         // gradient allreduce bucket size
+  bool dist_no_overlap = false;       // reduce gradients after backward instead of during it
 };
 
 struct TrainSummary {
@@ -66,6 +74,7 @@ struct TrainSummary {
   double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
   int64_t params = 0;
   int64_t epochs_run = 0;
+  int64_t rank = 0, world_size = 1;  // this process in a data-parallel run (not in to_json)
   nlohmann::json to_json() const;
   // One readable line: top-1, attention GFLOPs, pruning ratio.
   std::string to_text() const;
