@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "config/attention_backends.h"
 #include "patterns/mask_registry.h"
 #include "patterns/pattern_stats.h"
 #include "patterns/topk_mask.h"
@@ -54,6 +55,19 @@ LayerReport topk_layer(const AttentionShape& s, int64_t k) {
   return layer;
 }
 
+// A backend without a pattern: every head costs `pairs` equivalent pairs (`patch_pairs` when the
+// class token is left out), reported like a pattern of that many edges.
+LayerReport equivalent_layer(const AttentionShape& s, double pairs, double patch_pairs) {
+  LayerReport layer;
+  const double n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
+  for (int32_t h = 0; h < s.num_heads; ++h)
+    layer.heads.push_back(HeadReport{std::llround(pairs), std::llround(patch_pairs), std::nullopt, std::nullopt});
+  layer.density = pairs / (n * n);
+  layer.pruning_ratio = patches > 0 ? std::max(0.0, 1.0 - patch_pairs / (patches * patches)) : 0.0;
+  layer.mean_head_overlap = layer.union_coverage = std::nan("");
+  return layer;
+}
+
 }  // namespace
 
 AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape) {
@@ -73,9 +87,23 @@ AttentionReport attention_report(const config::AttentionSpec& spec, const Attent
   const double d = shape.head_dim;
   const double n = shape.num_tokens, patches = shape.num_tokens - shape.num_prefix_tokens;
   double pruning = 0, density = 0, gflops = 0, gflops_patch = 0;
+  const config::BackendShape backend_shape{shape.num_tokens, shape.num_heads, shape.head_dim, shape.num_prefix_tokens};
+  const std::optional<double> backend_pairs =
+      config::backend_pairs_per_head(spec.backend, spec.backend_kwargs, backend_shape);
+  // The patch-only number: the same backend on the patch tokens alone.
+  std::optional<double> backend_patch_pairs;
+  if (backend_pairs)
+    backend_patch_pairs = config::backend_pairs_per_head(
+        spec.backend, spec.backend_kwargs,
+        config::BackendShape{shape.num_tokens - shape.num_prefix_tokens, shape.num_heads, shape.head_dim, 0});
+  r.equivalent_pairs = backend_pairs.has_value();
   for (int32_t l = 0; l < shape.num_layers; ++l) {
     LayerReport layer;
-    if (l < static_cast<int32_t>(layers.size()) && layers[l]) {
+    if (backend_pairs) {
+      layer = equivalent_layer(shape, *backend_pairs, *backend_patch_pairs);
+      gflops += shape.num_heads * patterns::attention_gflops_for_pairs(*backend_pairs, shape.head_dim);
+      gflops_patch += shape.num_heads * patterns::attention_gflops_for_pairs(*backend_patch_pairs, shape.head_dim);
+    } else if (l < static_cast<int32_t>(layers.size()) && layers[l]) {
       layer = report_layer(*layers[l]);
       gflops += patterns::attention_gflops(*layers[l], shape.head_dim);
       gflops_patch += patterns::attention_gflops_patch(*layers[l], shape.head_dim);
@@ -136,6 +164,7 @@ nlohmann::json report_to_json(const AttentionReport& r) {
       {"layers_detail", layers},
   };
   if (r.dynamic) out["keys_per_query"] = r.keys_per_query;
+  if (r.equivalent_pairs) out["equivalent_pairs"] = true;
   return out;
 }
 
@@ -143,8 +172,10 @@ std::string format_report_table(const AttentionReport& r) {
   std::string out;
   const auto& s = r.shape;
   out += fmt::format("attention: backend={} mask={}{}  tokens={} heads={} layers={} head_dim={}\n", r.backend,
-                     r.mask.empty() ? "none (dense)" : r.mask, r.dynamic ? " (dynamic)" : "", s.num_tokens,
-                     s.num_heads, s.num_layers, s.head_dim);
+                     r.equivalent_pairs ? "none" : r.mask.empty() ? "none (dense)" : r.mask,
+                     r.dynamic ? " (dynamic)" : "", s.num_tokens, s.num_heads, s.num_layers, s.head_dim);
+  if (r.equivalent_pairs)
+    out += "edges are equivalent pairs: the backend's attention multiply-adds / (2 * head_dim)\n";
   const double patch_pairs = static_cast<double>(s.num_tokens - s.num_prefix_tokens) * (s.num_tokens - s.num_prefix_tokens);
   for (std::size_t l = 0; l < r.layers.size(); ++l) {
     const auto& layer = r.layers[l];

@@ -44,6 +44,9 @@ struct AttentionReport {
   std::string kernel;
   bool dynamic = false;       // top-k: counts are nominal (k keys per query)
   int64_t keys_per_query = 0; // dynamic masks only
+  // Backends without a pattern (linformer, performer, ...): edges are equivalent pairs, the
+  // backend's attention multiply-adds / (2 * head_dim) (config/attention_backends.h).
+  bool equivalent_pairs = false;
   std::vector<LayerReport> layers;
   double pruning_ratio = 0;
   double density = 1;

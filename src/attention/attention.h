@@ -23,6 +23,11 @@ struct AttentionDims {
   bool qkv_bias = true;
   double attn_drop = 0.0;
   double proj_drop = 0.0;
+  // What backends that are built for one sequence need (linformer's E, F; imhsa's grid);
+  // 0 = unknown (backends that need it refuse to build).
+  int64_t num_tokens = 0;
+  int64_t num_prefix_tokens = 1;  // the class token
+  int64_t layer = 0;              // seeds per-layer randomness (performer, reformer)
 };
 
 // forward(x [B, N, C]) -> [B, N, C]. Parameters `qkv` and `proj` as in timm.
@@ -46,6 +51,7 @@ class QkvAttention : public AttentionModule {
   at::Tensor project_out(const at::Tensor& heads);
 
   int64_t num_heads_, head_dim_;
+  int64_t num_prefix_tokens_, layer_;
   double scale_;  // 1 / sqrt(head_dim)
   torch::nn::Linear qkv_{nullptr};
   torch::nn::Linear proj_{nullptr};

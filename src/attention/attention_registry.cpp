@@ -4,6 +4,11 @@
 #include <map>
 
 #include "attention/attention.h"
+#include "attention/efficient_attention.h"
+#include "attention/imhsa_attention.h"
+#include "attention/linformer_attention.h"
+#include "attention/performer_attention.h"
+#include "attention/reformer_attention.h"
 #include "attention/topk_attention.h"
 #include "attention/vit_attention.h"
 #include "util/did_you_mean.h"
@@ -14,6 +19,16 @@ namespace {
 
 using Factory = std::function<std::shared_ptr<AttentionModule>(const config::AttentionSpec&, const AttentionDims&,
                                                                std::optional<patterns::Pattern>)>;
+
+// A backend whose score step is its own (no pattern): built from its backend_kwargs.
+template <class Backend>
+Factory backend_without_mask(const std::string& name) {
+  return [name](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern>) {
+    if (spec.has_mask()) throw UsageError(spec.source + ": backend '" + name + "' takes no mask");
+    if (dims.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported by backend '" + name + "'");
+    return std::shared_ptr<AttentionModule>(std::make_shared<Backend>(dims, spec.backend_kwargs));
+  };
+}
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
@@ -35,6 +50,11 @@ const std::map<std::string, Factory>& factories() {
        [](const config::AttentionSpec&, const AttentionDims& dims, std::optional<patterns::Pattern>) {
          return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(dims, std::nullopt, "dense"));
        }},
+      {"linformer", backend_without_mask<LinformerAttention>("linformer")},
+      {"efficient", backend_without_mask<EfficientAttention>("efficient")},
+      {"performer", backend_without_mask<PerformerAttention>("performer")},
+      {"imhsa", backend_without_mask<ImhsaAttention>("imhsa")},
+      {"reformer", backend_without_mask<ReformerAttention>("reformer")},
   };
   return table;
 }

@@ -8,7 +8,8 @@
 
 namespace sparsevit::attention {
 
-QkvAttention::QkvAttention(const AttentionDims& dims) : num_heads_(dims.num_heads) {
+QkvAttention::QkvAttention(const AttentionDims& dims)
+    : num_heads_(dims.num_heads), num_prefix_tokens_(dims.num_prefix_tokens), layer_(dims.layer) {
   if (dims.num_heads < 1 || dims.dim % dims.num_heads != 0)
     throw UsageError("attention: dim " + std::to_string(dims.dim) + " is not divisible by " +
                      std::to_string(dims.num_heads) + " heads");

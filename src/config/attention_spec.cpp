@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/attention_backends.h"
 #include "patterns/mask_registry.h"
 #include "util/did_you_mean.h"
 #include "util/errors.h"
@@ -49,13 +50,41 @@ void check_keys(const std::string& source, const YAML::Node& map, const std::str
   }
 }
 
+// A `name: value` / `name: [values]` mapping into kwargs that remember file:line.
+void read_kwargs(const std::string& source, const YAML::Node& kwargs, const std::string& section,
+                 patterns::MaskKwargs& out) {
+  if (!kwargs.IsMap()) fail(source, kwargs, "'" + section + "' must be a mapping of name: value");
+  reject_duplicate_keys(source, kwargs, section);
+  for (const auto& item : kwargs) {
+    const std::string name = item.first.Scalar();
+    const std::string at = where(source, item.first.Mark());
+    const YAML::Node& value = item.second;
+    if (value.IsScalar()) {
+      out.set_scalar(name, value.Scalar(), at);
+    } else if (value.IsSequence()) {
+      std::vector<std::string> items;
+      for (const auto& element : value) {
+        if (!element.IsScalar()) fail(source, element, section + "." + name + ": list items must be values");
+        items.push_back(element.Scalar());
+      }
+      out.set_list(name, std::move(items), at);
+    } else {
+      fail(source, value, section + "." + name + ": expected a value or a list of values");
+    }
+  }
+}
+
 AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::string& source);
 
 }  // namespace
 
 bool AttentionSpec::has_dynamic_mask() const { return has_mask() && patterns::find_mask(mask).dynamic; }
 
-std::vector<std::string> backend_names() { return {"vit", "dense", "topk"}; }
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& b : attention_backends()) names.push_back(b.name);
+  return names;
+}
 std::vector<std::string> kernel_names() { return {"auto", "sparse", "masked", "dense"}; }
 
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source) {
@@ -75,10 +104,11 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
   if (!root["attention"]) fail(source, root, "missing the 'attention' section");
   const YAML::Node attention = root["attention"];
   if (!attention.IsMap()) fail(source, attention, "'attention' must be a mapping (backend, mask, mask_kwargs)");
-  check_keys(source, attention, "attention", {"backend", "mask", "mask_kwargs", "kernel"});
+  check_keys(source, attention, "attention", {"backend", "mask", "mask_kwargs", "backend_kwargs", "kernel"});
 
   AttentionSpec spec;
   spec.source = source;
+  spec.backend_kwargs.set_section("backend_kwargs");
   if (const YAML::Node n = attention["backend"]) {
     spec.backend = scalar_of(source, n, "backend");
     const auto names = backend_names();
@@ -103,29 +133,16 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
     }
   }
   if (const YAML::Node kwargs = attention["mask_kwargs"]; kwargs && !kwargs.IsNull()) {
-    if (!kwargs.IsMap()) fail(source, kwargs, "'mask_kwargs' must be a mapping of name: value");
     if (!spec.has_mask()) fail(source, kwargs, "'mask_kwargs' given without a 'mask'");
-    reject_duplicate_keys(source, kwargs, "mask_kwargs");
-    for (const auto& item : kwargs) {
-      if (!item.first.IsScalar()) fail(source, item.first, "mask_kwargs keys must be names");
-      const std::string name = item.first.Scalar();
-      const std::string at = where(source, item.first.Mark());
-      const YAML::Node& value = item.second;
-      if (value.IsScalar()) {
-        spec.mask_kwargs.set_scalar(name, value.Scalar(), at);
-      } else if (value.IsSequence()) {
-        std::vector<std::string> items;
-        for (const auto& element : value) {
-          if (!element.IsScalar()) fail(source, element, "mask_kwargs." + name + ": list items must be values");
-          items.push_back(element.Scalar());
-        }
-        spec.mask_kwargs.set_list(name, std::move(items), at);
-      } else {
-        fail(source, value, "mask_kwargs." + name + ": expected a value or a list of values");
-      }
-    }
+    read_kwargs(source, kwargs, "mask_kwargs", spec.mask_kwargs);
     patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);
   }
+  if (const YAML::Node kwargs = attention["backend_kwargs"]; kwargs && !kwargs.IsNull()) {
+    read_kwargs(source, kwargs, "backend_kwargs", spec.backend_kwargs);
+    validate_backend_kwargs(spec.backend, spec.backend_kwargs);
+  }
+  if (spec.has_mask() && !find_backend(spec.backend).takes_mask && spec.backend != "dense")
+    fail(source, attention["mask"], "backend '" + spec.backend + "' takes no mask (its kwargs go in 'backend_kwargs')");
   if (spec.backend == "dense" && spec.has_mask())
     fail(source, attention["mask"], "backend 'dense' takes no mask; use backend 'vit' with a mask");
   return spec;
@@ -157,6 +174,11 @@ AttentionSpec default_attention_spec() { return parse_attention_spec(default_att
 
 void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::string>& assignments) {
   if (assignments.empty()) return;
+  if (!spec.has_mask() && !find_backend(spec.backend).kwargs.empty()) {
+    for (const auto& a : assignments) spec.backend_kwargs.set_from_assignment(a);
+    validate_backend_kwargs(spec.backend, spec.backend_kwargs);
+    return;
+  }
   if (!spec.has_mask()) throw UsageError("--set overrides mask kwargs, but " + spec.source + " has no mask");
   for (const auto& a : assignments) spec.mask_kwargs.set_from_assignment(a);
   patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);

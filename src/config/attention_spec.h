@@ -5,6 +5,12 @@
 //     mask: fibo
 //     mask_kwargs: {w_min: 5, w_max: 65, schedule: wythoff}
 //
+// or a backend with its own kwargs (config/attention_backends.h):
+//
+//   attention:
+//     backend: performer
+//     backend_kwargs: {num_features: 3, seed: 0}
+//
 // Unknown keys, backends, masks and kwargs are UsageErrors naming the key and file:line.
 #pragma once
 
@@ -22,6 +28,7 @@ struct AttentionSpec {
   std::string backend = "vit";
   std::string mask;  // "" when attention is dense
   patterns::MaskKwargs mask_kwargs;
+  patterns::MaskKwargs backend_kwargs;  // the backend's own (linformer k, performer num_features, ...)
   std::string kernel = "auto";  // auto | sparse | masked | dense
   std::string source = "<built-in>";
 
@@ -38,7 +45,8 @@ AttentionSpec load_attention_spec(const std::string& path);
 const std::string& default_attention_yaml();
 AttentionSpec default_attention_spec();
 
-// Applies NAME=VALUE overrides (e.g. from `--set w_max=33`) to the mask kwargs, validated.
+// Applies NAME=VALUE overrides (e.g. from `--set w_max=33`) to the mask kwargs, validated; for a
+// backend with kwargs and no mask (e.g. `--set k=8` on linformer) to the backend kwargs.
 void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::string>& assignments);
 
 // The static pattern of every layer (nullopt for dense layers and dynamic masks).

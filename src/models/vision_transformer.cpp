@@ -87,8 +87,10 @@ VisionTransformer::VisionTransformer(const VitConfig& c,
     throw UsageError("need one pattern per block: " + std::to_string(patterns.size()) + " for depth " +
                      std::to_string(c.depth));
   block_list_ = register_module("blocks", torch::nn::ModuleList());
-  const attention::AttentionDims dims{c.embed_dim, c.num_heads, c.qkv_bias, 0.0, c.drop_rate};
+  attention::AttentionDims dims{c.embed_dim, c.num_heads, c.qkv_bias, 0.0, c.drop_rate};
+  dims.num_tokens = c.num_tokens();
   for (int64_t i = 0; i < c.depth; ++i) {
+    dims.layer = i;
     // Stochastic depth grows linearly with depth, as in timm.
     const double dpr = c.depth > 1 ? c.drop_path_rate * i / (c.depth - 1) : c.drop_path_rate;
     auto attn = attention::make_attention(c.attention, dims, std::move(patterns[i]));

@@ -84,9 +84,14 @@ const MaskKwargs::Value* MaskKwargs::find(const std::string& name) const {
 
 std::string MaskKwargs::describe(const std::string& name) const {
   const Value* v = find(name);
-  std::string d = "mask_kwargs." + name;
+  std::string d = section_ + "." + name;
   if (v && !v->where.empty()) d += " (" + v->where + ")";
   return d;
+}
+
+MaskKwargs& MaskKwargs::set_section(std::string section) {
+  section_ = std::move(section);
+  return *this;
 }
 
 std::string MaskKwargs::scalar(const std::string& name) const {

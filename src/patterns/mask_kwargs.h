@@ -41,12 +41,15 @@ class MaskKwargs {
 
   // "mask_kwargs.w_min (configs/x.yaml:5)": how errors name a kwarg.
   std::string describe(const std::string& name) const;
+  // The config section errors name ("mask_kwargs", or "backend_kwargs" for a backend's own).
+  MaskKwargs& set_section(std::string section);
 
  private:
   const Value* find(const std::string& name) const;
   std::string scalar(const std::string& name) const;
 
   std::map<std::string, Value> values_;
+  std::string section_ = "mask_kwargs";
 };
 
 }  // namespace sparsevit::patterns

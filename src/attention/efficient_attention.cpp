@@ -1,0 +1,31 @@
+#include "attention/efficient_attention.h"
+
+#include <ATen/ATen.h>
+
+namespace sparsevit::attention {
+
+at::Tensor efficient_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t key_dim) {
+  const at::Tensor rho_q = at::softmax(q.narrow(-1, 0, key_dim), -1);  // over features
+  const at::Tensor rho_k = at::softmax(k.narrow(-1, 0, key_dim), -2);  // over tokens
+  return at::matmul(rho_q, at::matmul(rho_k.transpose(-2, -1), v));
+}
+
+EfficientAttention::EfficientAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
+    : QkvAttention(dims), kwargs_(std::move(kwargs)) {
+  key_dim_ = config::efficient_params(kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_,
+                                                                    dims.num_prefix_tokens})
+                 .key_dim;
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+}
+
+double EfficientAttention::computed_pairs_per_head(int64_t num_tokens) const {
+  return *config::backend_pairs_per_head(
+      "efficient", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+}
+
+at::Tensor EfficientAttention::forward(const at::Tensor& x) {
+  const auto [q, k, v] = project_qkv(x);
+  return proj_drop_->forward(project_out(efficient_attention(q, k, v, key_dim_)));
+}
+
+}  // namespace sparsevit::attention

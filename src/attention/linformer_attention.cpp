@@ -1,0 +1,47 @@
+#include "attention/linformer_attention.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+
+#include "util/errors.h"
+
+namespace sparsevit::attention {
+
+at::Tensor linformer_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& e,
+                               const at::Tensor& f, double scale) {
+  // [k, N] or [H, k, N] times [B, H, N, D] broadcasts to [B, H, k, D].
+  const at::Tensor keys = at::matmul(e, k), values = at::matmul(f, v);
+  return at::matmul(at::softmax(at::matmul(q, keys.transpose(-2, -1)) * scale, -1), values);
+}
+
+LinformerAttention::LinformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
+    : QkvAttention(dims), kwargs_(std::move(kwargs)), num_tokens_(dims.num_tokens) {
+  params_ = config::linformer_params(
+      kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_, dims.num_prefix_tokens});
+  const int64_t k = params_.k, n = num_tokens_;
+  const std::vector<int64_t> shape =
+      params_.share == "none" ? std::vector<int64_t>{num_heads_, k, n} : std::vector<int64_t>{k, n};
+  // Uniform +-1/sqrt(N): a projected key is a weighted sum of N keys of about the keys' scale.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(n));
+  e_ = register_parameter("E", at::empty(shape).uniform_(-bound, bound));
+  const bool shared_kv = params_.share == "kv" || params_.share == "layerwise";
+  f_ = shared_kv ? e_ : register_parameter("F", at::empty(shape).uniform_(-bound, bound));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+}
+
+double LinformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
+  return *config::backend_pairs_per_head(
+      "linformer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+}
+
+at::Tensor LinformerAttention::forward(const at::Tensor& x) {
+  if (x.size(1) != num_tokens_)
+    throw UsageError("linformer: E, F were built for " + std::to_string(num_tokens_) + " tokens, the input has " +
+                     std::to_string(x.size(1)));
+  const auto [q, k, v] = project_qkv(x);
+  return proj_drop_->forward(project_out(linformer_attention(q, k, v, e_, f_, scale_)));
+}
+
+}  // namespace sparsevit::attention
