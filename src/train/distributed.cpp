@@ -18,6 +18,7 @@
 #endif
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef SPARSEVIT_HAVE_NCCL
@@ -128,6 +129,8 @@ LaunchInfo launch_info_from_environment(const EnvLookup& env_in) {
   info.local_rank = local_rank.value_or(info.rank);
   info.local_world_size = local_world.value_or(1);
   if (info.local_world_size < 1) throw UsageError("LOCAL_WORLD_SIZE must be >= 1");
+  info.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+  if (info.agent_store) info.restart_count = get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
   if (const auto addr = env("MASTER_ADDR")) info.master_addr = *addr;
   if (const auto port = get_int("MASTER_PORT")) {
     if (*port < 1 || *port > 65535) throw UsageError("MASTER_PORT must be in [1, 65535], got " + std::to_string(*port));
@@ -206,13 +209,20 @@ std::unique_ptr<ProcessGroup> ProcessGroup::create(const LaunchInfo& info, const
       impl->store = c10::make_intrusive<c10d::FileStore>(file_path, static_cast<int>(info.world_size));
       impl->store->setTimeout(timeout);
     } else {
+      const bool agent = info.agent_store && (url.empty() || url == "env://");
       c10d::TCPStoreOptions o;
       o.port = static_cast<std::uint16_t>(port);
-      o.isServer = info.rank == 0;
+      o.isServer = info.rank == 0 && !agent;
       o.numWorkers = static_cast<std::size_t>(info.world_size);
-      o.waitWorkers = true;
+      o.waitWorkers = !agent;
       o.timeout = timeout;
-      impl->store = c10::make_intrusive<c10d::TCPStore>(host, o);
+      o.multiTenant = true;
+      auto tcp = c10::make_intrusive<c10d::TCPStore>(host, o);
+      if (agent) {
+        impl->store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(info.restart_count), tcp);
+      } else {
+        impl->store = tcp;
+      }
     }
   } catch (...) {
     throw RuntimeError(who + ": rendezvous at " + where + " failed: " + current_exception_line() +

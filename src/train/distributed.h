@@ -33,6 +33,11 @@ struct LaunchInfo {
   std::string master_addr = "127.0.0.1";
   int64_t master_port = 29500;
   std::string launcher;  // "torchrun" (RANK/WORLD_SIZE), "mpirun" (OMPI_COMM_WORLD_*), "" (none)
+  // torchrun's agent already serves the TCPStore at MASTER_ADDR:MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True): every rank connects as a client, under the key prefix
+  // /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, as PyTorch's env:// does.
+  bool agent_store = false;
+  int64_t restart_count = 0;
   bool distributed() const { return world_size > 1; }
 };
 

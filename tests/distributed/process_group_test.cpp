@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
 #include "train/distributed.h"
 #include "util/errors.h"
 
@@ -52,6 +54,13 @@ TEST(LaunchInfo, TorchrunVariables) {
   EXPECT_EQ(info.master_addr, "node0");
   EXPECT_EQ(info.master_port, 1234);
   EXPECT_EQ(info.launcher, "torchrun");
+  EXPECT_FALSE(info.agent_store);
+  const LaunchInfo agent = launch_info_from_environment(env_of({{"RANK", "1"},
+                                                                {"WORLD_SIZE", "2"},
+                                                                {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                                                {"TORCHELASTIC_RESTART_COUNT", "3"}}));
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(agent.restart_count, 3);
 }
 
 TEST(LaunchInfo, OpenMpiVariables) {
@@ -215,6 +224,41 @@ TEST_F(ThreadRanks, GradientReducerAveragesLikeOneBigBatch) {
       }
     });
   }
+}
+
+TEST_F(ThreadRanks, TorchrunsAgentStore) {
+  // torchrun's agent serves the store; the ranks connect as clients under its key prefix.
+  c10d::TCPStoreOptions o;
+  o.port = 0;
+  o.isServer = true;
+  o.waitWorkers = false;
+  o.timeout = std::chrono::seconds(20);
+  auto agent = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(2);
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        LaunchInfo info;
+        info.rank = r;
+        info.world_size = 2;
+        info.local_world_size = 2;
+        info.master_port = agent->getPort();
+        info.agent_store = true;
+        info.restart_count = 2;
+        auto pg = ProcessGroup::create(info, {"gloo", "env://", 20});
+        at::Tensor t = at::ones({3});
+        pg->allreduce_sum(t);
+        EXPECT_TRUE(at::equal(t, at::full({3}, 2.0f)));
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  EXPECT_GT(agent->getNumKeys(), 0);  // the ranks met in the agent's store
 }
 
 TEST_F(ThreadRanks, APeerThatNeverJoinsTimesOut) {
