@@ -38,6 +38,13 @@ class AttentionModule : public torch::nn::Module {
   virtual std::string kernel_name() const = 0;
   // Pairs computed per head per sample in forward (N^2 when dense): feeds the FLOP reports.
   virtual double computed_pairs_per_head(int64_t num_tokens) const = 0;
+
+  // Analysis (static-pruning calibration, attention maps, head diversity), on the layer's
+  // normalised input x [B, N, C]. Backends that cannot provide them throw UsageError.
+  // Per-head attention probabilities, dense [B, H, N, N] (zero outside the pattern).
+  virtual at::Tensor attention_probs(const at::Tensor& x);
+  // Per-head outputs before the output projection, [B, H, N, D].
+  virtual at::Tensor head_outputs(const at::Tensor& x);
 };
 
 // The shared part of every backend: the dense qkv projection into heads and the output

@@ -8,6 +8,14 @@
 
 namespace sparsevit::attention {
 
+at::Tensor AttentionModule::attention_probs(const at::Tensor&) {
+  throw UsageError("attention kernel '" + kernel_name() + "' does not expose attention probabilities");
+}
+
+at::Tensor AttentionModule::head_outputs(const at::Tensor&) {
+  throw UsageError("attention kernel '" + kernel_name() + "' does not expose per-head outputs");
+}
+
 QkvAttention::QkvAttention(const AttentionDims& dims)
     : num_heads_(dims.num_heads), num_prefix_tokens_(dims.num_prefix_tokens), layer_(dims.layer) {
   if (dims.num_heads < 1 || dims.dim % dims.num_heads != 0)

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ops/masked_attention_reference.h"
 #include "ops/sparse_attention.h"
@@ -40,22 +41,34 @@ double VitAttention::computed_pairs_per_head(int64_t num_tokens) const {
   return static_cast<double>(pattern_->total_edges()) / pattern_->num_heads();
 }
 
-at::Tensor VitAttention::forward(const at::Tensor& x) {
-  const int64_t N = x.size(1);
-  if (pattern_ && pattern_->num_tokens() != N)
+void VitAttention::check_tokens(const at::Tensor& x) const {
+  if (pattern_ && pattern_->num_tokens() != x.size(1))
     throw UsageError("attention: the pattern was built for " + std::to_string(pattern_->num_tokens()) +
-                     " tokens, the input has " + std::to_string(N));
+                     " tokens, the input has " + std::to_string(x.size(1)));
+}
+
+at::Tensor VitAttention::head_outputs(const at::Tensor& x) {
+  check_tokens(x);
   const auto [q, k, v] = project_qkv(x);
-  at::Tensor out;
-  if (kernel_ == "sparse") {
-    out = ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
-  } else if (kernel_ == "masked") {
-    out = ops::masked_attention(q, k, v, mask_.to(x.device()), scale_);
-  } else {
-    const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
-    out = at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
-  }
-  return proj_drop_->forward(project_out(out));
+  if (kernel_ == "sparse") return ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
+  if (kernel_ == "masked") return ops::masked_attention(q, k, v, mask_.to(x.device()), scale_);
+  const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
+  return at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
+}
+
+at::Tensor VitAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
+
+at::Tensor VitAttention::attention_probs(const at::Tensor& x) {
+  check_tokens(x);
+  const auto [q, k, v] = project_qkv(x);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
+  if (kernel_ == "dense") return at::softmax(scores, -1);
+  const at::Tensor mask = kernel_ == "masked" ? mask_.to(x.device())
+                                              : ops::csr_to_dense_mask(row_ptr_, col_idx_, pattern_->num_tokens()).to(x.device());
+  // Rows without keys give zeros, as the kernels do (softmax of all -inf would be NaN).
+  return at::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity()), -1)
+      .nan_to_num(0.0)
+      .masked_fill(mask.logical_not(), 0.0);
 }
 
 }  // namespace sparsevit::attention

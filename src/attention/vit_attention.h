@@ -16,9 +16,13 @@ class VitAttention : public QkvAttention {
   at::Tensor forward(const at::Tensor& x) override;
   std::string kernel_name() const override { return kernel_; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
+  at::Tensor attention_probs(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
   const std::optional<patterns::Pattern>& pattern() const { return pattern_; }
 
  private:
+  void check_tokens(const at::Tensor& x) const;
+
   std::string kernel_;  // resolved: dense | masked | sparse
   std::optional<patterns::Pattern> pattern_;
   torch::nn::Dropout attn_drop_{nullptr};

@@ -11,6 +11,7 @@ void register_masks_command(CLI::App& app);
 void register_flops_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_TRAIN
 void register_finetune_command(CLI::App& app);
+void register_calibrate_command(CLI::App& app);
 // Applies `finetune/eval --config FILE` to the options before the command line is parsed.
 void apply_train_config_file(CLI::App& app, int argc, char** argv);
 #endif

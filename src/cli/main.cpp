@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef SPARSEVIT_HAVE_TRAIN
   sparsevit::cli::register_finetune_command(app);
+  sparsevit::cli::register_calibrate_command(app);
 #endif
   try {
 #ifdef SPARSEVIT_HAVE_TRAIN

@@ -255,6 +255,17 @@ Transform head(int64_t channels) {
 
 }  // namespace
 
+TransformConfig transform_config_for(const std::string& dataset, int64_t input_size, int64_t in_chans) {
+  TransformConfig tc;
+  tc.input_size = input_size;
+  tc.in_chans = in_chans;
+  const MeanStd ms = default_mean_std(dataset, in_chans);
+  tc.mean = ms.mean;
+  tc.std = ms.std;
+  if (input_size <= 64) tc.crop_pct = 1.0;  // small images: evaluate on the whole image
+  return tc;
+}
+
 void validate(const TransformConfig& c) {
   if (c.input_size < 1 || c.input_size > 8192) throw UsageError("input size must be in [1, 8192]");
   if (c.in_chans != 1 && c.in_chans != 3) throw UsageError("in_chans must be 1 or 3");

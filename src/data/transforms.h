@@ -135,6 +135,10 @@ struct TransformConfig {
   double crop_pct = 0.875;
 };
 
+// The settings for a model input (input_size x input_size, in_chans) on a named dataset: the
+// dataset's mean / std, and evaluation on the whole image for small (<= 64 px) inputs.
+TransformConfig transform_config_for(const std::string& dataset, int64_t input_size, int64_t in_chans);
+
 // UsageError on an inconsistent config (sizes, ranges, mean/std length, RandAugment string).
 void validate(const TransformConfig& config);
 

@@ -6,7 +6,7 @@ namespace sparsevit::models {
 
 VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   VitConfig c;
-  c.img_size = s.image_size;
+  c.img_size = o.img_size.value_or(s.image_size);
   c.patch_size = s.patch_size;
   c.in_chans = o.in_chans.value_or(s.in_chans);
   c.num_classes = o.num_classes.value_or(s.num_classes);
@@ -17,6 +17,9 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   c.drop_path_rate = o.drop_path_rate;
   c.attention = o.attention;
   if (c.num_classes < 1) throw UsageError("nb_classes must be >= 1, got " + std::to_string(c.num_classes));
+  if (c.img_size < s.patch_size || c.img_size % s.patch_size != 0)
+    throw UsageError("img_size " + std::to_string(c.img_size) + " is not a positive multiple of " + s.name +
+                     "'s patch size " + std::to_string(s.patch_size));
   if (c.in_chans < 1) throw UsageError("in_chans must be >= 1, got " + std::to_string(c.in_chans));
   if (o.drop_path_rate < 0 || o.drop_path_rate >= 1)
     throw UsageError("drop_path must be in [0, 1), got " + std::to_string(o.drop_path_rate));

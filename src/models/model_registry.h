@@ -13,6 +13,7 @@ namespace sparsevit::models {
 struct ModelOptions {
   std::optional<int64_t> num_classes;  // default: the shape's (1000)
   std::optional<int64_t> in_chans;     // default: the shape's
+  std::optional<int64_t> img_size;     // default: the shape's (timm's img_size=); a multiple of the patch
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
   config::AttentionSpec attention;  // default-constructed: dense

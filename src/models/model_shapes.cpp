@@ -14,7 +14,8 @@ const std::vector<ModelShape>& model_shapes() {
       {"vit_large_patch16_224", 224, 16, 3, 1024, 24, 16, 1, 1000, "ViT-L/16 (timm)"},
       {"vit_tiny_patch4_32", 32, 4, 3, 192, 12, 3, 1, 10, "ViT-Ti for 32x32 images (CIFAR): 64 patches"},
       {"vit_tiny_patch2_28", 28, 2, 1, 192, 12, 3, 1, 10, "ViT-Ti for 28x28 images: 196 patches + class = N 197"},
-      {"vit_nano_patch2_28", 28, 2, 1, 64, 4, 4, 1, 10, "4-layer, 4-head, dim-64 ViT for 28x28 images (N 197): the CPU quickstart"},
+      {"vit_nano_patch2_28", 28, 2, 1, 64, 4, 4, 1, 10, "4-layer, 4-head, dim-64 ViT for 28x28 images (N 197)"},
+      {"vit_nano_patch4_28", 28, 4, 1, 64, 6, 4, 1, 10, "6-layer, 4-head, dim-64 ViT for 28x28 images (N 50): the CPU quickstart"},
   };
   return shapes;
 }

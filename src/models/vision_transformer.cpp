@@ -117,11 +117,25 @@ void VisionTransformer::init_weights() {
   }
 }
 
+at::Tensor VisionTransformer::embed(const at::Tensor& x) {
+  const at::Tensor tokens = patch_embed_->forward(x);
+  return at::cat({cls_token_.expand({tokens.size(0), -1, -1}), tokens}, 1) + pos_embed_;
+}
+
 at::Tensor VisionTransformer::forward_features(const at::Tensor& x) {
-  at::Tensor tokens = patch_embed_->forward(x);
-  tokens = at::cat({cls_token_.expand({tokens.size(0), -1, -1}), tokens}, 1) + pos_embed_;
+  at::Tensor tokens = embed(x);
   for (const auto& block : blocks_) tokens = block->forward(tokens);
   return norm_->forward(tokens);
+}
+
+std::vector<at::Tensor> VisionTransformer::attention_inputs(const at::Tensor& x) {
+  std::vector<at::Tensor> inputs;
+  at::Tensor tokens = embed(x);
+  for (const auto& block : blocks_) {
+    inputs.push_back(block->attention_input(tokens));
+    tokens = block->forward(tokens);
+  }
+  return inputs;
 }
 
 at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_logits) {

@@ -60,6 +60,9 @@ class Block : public torch::nn::Module {
   Block(const VitConfig& c, double drop_path, std::shared_ptr<attention::AttentionModule> attn);
   at::Tensor forward(const at::Tensor& x);
   const attention::AttentionModule& attn() const { return *attn_; }
+  attention::AttentionModule& attn() { return *attn_; }
+  // What the attention sees: norm1(x).
+  at::Tensor attention_input(const at::Tensor& x) { return norm1_->forward(x); }
 
  private:
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
@@ -77,6 +80,9 @@ class VisionTransformer : public torch::nn::Module {
   at::Tensor forward_features(const at::Tensor& x);  // [B, N, C] after the final norm
   at::Tensor forward_head(const at::Tensor& features, bool pre_logits = false);
   at::Tensor forward(const at::Tensor& x) { return forward_head(forward_features(x)); }
+  // Every block's attention input (its normalised tokens [B, N, C]) for images x, in one
+  // pass: what analysis feeds to attention_probs / head_outputs.
+  std::vector<at::Tensor> attention_inputs(const at::Tensor& x);
 
   const VitConfig& config() const { return config_; }
   const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
@@ -85,6 +91,7 @@ class VisionTransformer : public torch::nn::Module {
 
  private:
   void init_weights();
+  at::Tensor embed(const at::Tensor& x);  // patches + class token + position embedding
 
   VitConfig config_;
   std::shared_ptr<PatchEmbed> patch_embed_;

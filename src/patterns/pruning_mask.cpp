@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <numeric>
-#include <regex>
 
 #include "patterns/mask_generators.h"
 #include "util/errors.h"
+#include "util/npy_file.h"
 
 namespace sparsevit::patterns {
 
@@ -65,36 +64,7 @@ Pattern prune_by_scores(const MaskContext& ctx, const LayerScores& scores, doubl
 LayerScores load_layer_scores(const std::string& path, const MaskContext& ctx) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw RuntimeError("pruning: cannot open scores file '" + path + "'");
-  char magic[8] = {};
-  in.read(magic, 8);
-  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0)
-    throw RuntimeError("pruning: '" + path + "' is not a .npy file (bad magic)");
-  uint32_t header_len = 0;
-  if (magic[6] == 1) {
-    unsigned char b[2];
-    in.read(reinterpret_cast<char*>(b), 2);
-    header_len = b[0] | (b[1] << 8);
-  } else {
-    unsigned char b[4];
-    in.read(reinterpret_cast<char*>(b), 4);
-    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
-  }
-  if (!in || header_len > (1u << 20)) throw RuntimeError("pruning: '" + path + "' has a corrupt .npy header");
-  std::string header(header_len, '\0');
-  in.read(header.data(), header_len);
-  if (!in) throw RuntimeError("pruning: '" + path + "' is truncated in its header");
-  if (header.find("'descr': '<f4'") == std::string::npos)
-    throw RuntimeError("pruning: '" + path + "' must hold little-endian float32 ('<f4')");
-  if (header.find("'fortran_order': False") == std::string::npos)
-    throw RuntimeError("pruning: '" + path + "' must be C-ordered");
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([0-9,\\s]*)\\)")))
-    throw RuntimeError("pruning: '" + path + "' has no shape in its header");
-  std::vector<int64_t> shape;
-  const std::string dims = m[1];
-  const std::regex number("[0-9]+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
-    shape.push_back(std::stoll(it->str()));
+  const std::vector<int64_t> shape = read_npy_float32_header(in, path, "pruning");
   const int64_t n = ctx.num_tokens, h = ctx.num_heads;
   int64_t layer = 0;
   if (shape.size() == 4 && shape[1] == h && shape[2] == n && shape[3] == n) {

@@ -1,0 +1,36 @@
+// What a checkpoint says about the model it holds (timm name, classes, the attention YAML and
+// its overrides), so eval, resume and analysis commands rebuild exactly that model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/attention_spec.h"
+
+namespace sparsevit::models {
+class VisionTransformer;
+}
+
+namespace sparsevit::train {
+
+class LoadedCheckpoint;
+
+struct CheckpointModel {
+  std::string model;
+  int64_t nb_classes = 0;
+  std::string attention_yaml;
+  std::vector<std::string> attention_overrides;  // --attn-set NAME=VALUE
+  config::AttentionSpec attention;                // parsed, overrides applied
+};
+
+// nullopt when the checkpoint carries no model description (e.g. written by other tools).
+std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& checkpoint);
+
+// Rebuilds the checkpoint's model and loads its weights; RuntimeError when the checkpoint
+// does not describe its model.
+std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& checkpoint);
+
+}  // namespace sparsevit::train
