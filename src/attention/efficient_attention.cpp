@@ -23,9 +23,11 @@ double EfficientAttention::computed_pairs_per_head(int64_t num_tokens) const {
       "efficient", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
 }
 
-at::Tensor EfficientAttention::forward(const at::Tensor& x) {
+at::Tensor EfficientAttention::head_outputs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
-  return proj_drop_->forward(project_out(efficient_attention(q, k, v, key_dim_)));
+  return efficient_attention(q, k, v, key_dim_);
 }
+
+at::Tensor EfficientAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
 
 }  // namespace sparsevit::attention

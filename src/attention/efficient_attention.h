@@ -18,6 +18,7 @@ class EfficientAttention : public QkvAttention {
   EfficientAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "efficient"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
   int64_t key_dim() const { return key_dim_; }

@@ -60,14 +60,16 @@ double ImhsaAttention::computed_pairs_per_head(int64_t num_tokens) const {
       "imhsa", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
 }
 
-at::Tensor ImhsaAttention::forward(const at::Tensor& x) {
+at::Tensor ImhsaAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
+
+at::Tensor ImhsaAttention::head_outputs(const at::Tensor& x) {
   if (x.size(1) != num_tokens_)
     throw UsageError("imhsa: built for " + std::to_string(num_tokens_) + " tokens (a " +
                      std::to_string(params_.grid) + "x" + std::to_string(params_.grid) + " grid), the input has " +
                      std::to_string(x.size(1)));
   const auto [q, k, v] = project_qkv(x);
   const ImhsaMixing mixing{w1_q_, w2_q_, w1_k_, w2_k_};
-  return proj_drop_->forward(project_out(imhsa_attention(q, k, v, mixing, num_prefix_tokens_, params_.side, scale_)));
+  return imhsa_attention(q, k, v, mixing, num_prefix_tokens_, params_.side, scale_);
 }
 
 }  // namespace sparsevit::attention

@@ -22,6 +22,7 @@ class ImhsaAttention : public QkvAttention {
   ImhsaAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "imhsa"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
   const config::ImhsaParams& params() const { return params_; }

@@ -36,12 +36,14 @@ double LinformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
       "linformer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
 }
 
-at::Tensor LinformerAttention::forward(const at::Tensor& x) {
+at::Tensor LinformerAttention::head_outputs(const at::Tensor& x) {
   if (x.size(1) != num_tokens_)
     throw UsageError("linformer: E, F were built for " + std::to_string(num_tokens_) + " tokens, the input has " +
                      std::to_string(x.size(1)));
   const auto [q, k, v] = project_qkv(x);
-  return proj_drop_->forward(project_out(linformer_attention(q, k, v, e_, f_, scale_)));
+  return linformer_attention(q, k, v, e_, f_, scale_);
 }
+
+at::Tensor LinformerAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
 
 }  // namespace sparsevit::attention

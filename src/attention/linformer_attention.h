@@ -17,6 +17,7 @@ class LinformerAttention : public QkvAttention {
   LinformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "linformer"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
 

@@ -79,8 +79,13 @@ at::Tensor PerformerAttention::forward(const at::Tensor& x) {
     if (steps_.item<int64_t>() >= params_.redraw_interval) redraw();
     steps_.add_(1);
   }
+  return proj_drop_->forward(project_out(head_outputs(x)));
+}
+
+// Analysis reads the current features; only training forwards advance the redraw counter.
+at::Tensor PerformerAttention::head_outputs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
-  return proj_drop_->forward(project_out(favor_attention(q, k, v, features_.to(q.scalar_type()))));
+  return favor_attention(q, k, v, features_.to(q.scalar_type()));
 }
 
 }  // namespace sparsevit::attention

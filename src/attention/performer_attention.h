@@ -21,6 +21,7 @@ class PerformerAttention : public QkvAttention {
   PerformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "performer"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
 

@@ -30,7 +30,8 @@ at::Tensor lsh_buckets(const at::Tensor& k, const at::Tensor& rotations) {
 
 at::Tensor reformer_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& rotations, int64_t chunk, double scale) {
-  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3), R = rotations.size(1);
+  // v's width may differ from q's (attention_probs passes the identity as v).
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), R = rotations.size(1), dv = v.size(3);
   at::Tensor order, inverse;
   {
     at::NoGradGuard no_grad;
@@ -41,9 +42,9 @@ at::Tensor reformer_attention(const at::Tensor& q, const at::Tensor& k, const at
   }
   const int64_t chunks = (N + chunk - 1) / chunk, padded = chunks * chunk;
   auto sorted = [&](const at::Tensor& x) {
-    at::Tensor s = gather_tokens(x.unsqueeze(2).expand({B, H, R, N, d}), order);
+    at::Tensor s = gather_tokens(x.unsqueeze(2).expand({B, H, R, N, x.size(-1)}), order);
     if (padded > N) s = at::constant_pad_nd(s, {0, 0, 0, padded - N});
-    return s.reshape({B, H, R, chunks, chunk, d});
+    return s.reshape({B, H, R, chunks, chunk, x.size(-1)});
   };
   const at::Tensor qs = sorted(q), ks = with_previous_chunk(sorted(k)), vs = with_previous_chunk(sorted(v));
   const at::Tensor valid = with_previous_chunk(
@@ -54,7 +55,7 @@ at::Tensor reformer_attention(const at::Tensor& q, const at::Tensor& k, const at
   const at::Tensor lse = at::logsumexp(scores, {-1}, true);                         // [B, H, R, C, c, 1]
   const at::Tensor out = at::matmul(at::exp(scores - lse), vs);                    // [B, H, R, C, c, d]
   // Back to token order, dropping the padding.
-  const at::Tensor out_tokens = gather_tokens(out.reshape({B, H, R, padded, d}).narrow(3, 0, N), inverse);
+  const at::Tensor out_tokens = gather_tokens(out.reshape({B, H, R, padded, dv}).narrow(3, 0, N), inverse);
   const at::Tensor lse_tokens = gather_tokens(lse.reshape({B, H, R, padded, 1}).narrow(3, 0, N), inverse);
   const at::Tensor weights = at::softmax(lse_tokens, 2);                           // over the rounds
   return (out_tokens * weights).sum(2);
@@ -80,9 +81,20 @@ double ReformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
       "reformer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
 }
 
-at::Tensor ReformerAttention::forward(const at::Tensor& x) {
+at::Tensor ReformerAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
+
+at::Tensor ReformerAttention::head_outputs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
-  return proj_drop_->forward(project_out(reformer_attention(q, k, v, rotations_, chunk(x.size(1)), scale_)));
+  return reformer_attention(q, k, v, rotations_, chunk(x.size(1)), scale_);
+}
+
+// The output is linear in v, so v = I gives each query's effective weights over all keys: the
+// rounds' softmaxes combined (a key found by two rounds gets both shares), zero elsewhere.
+at::Tensor ReformerAttention::attention_probs(const at::Tensor& x) {
+  const auto [q, k, v] = project_qkv(x);
+  const int64_t B = x.size(0), N = x.size(1);
+  const at::Tensor eye = at::eye(N, v.options()).expand({B, num_heads_, N, N});
+  return reformer_attention(q, k, eye, rotations_, chunk(N), scale_);
 }
 
 }  // namespace sparsevit::attention

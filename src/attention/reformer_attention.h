@@ -21,6 +21,8 @@ class ReformerAttention : public QkvAttention {
   ReformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
+  at::Tensor attention_probs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "reformer"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
   const at::Tensor& rotations() const { return rotations_; }  // [H, hashes, d, buckets/2]

@@ -43,9 +43,19 @@ double TopkAttention::computed_pairs_per_head(int64_t num_tokens) const {
   return 0.5 * (static_cast<double>(num_tokens) * num_tokens + static_cast<double>(num_tokens) * keys_per_query(num_tokens));
 }
 
-at::Tensor TopkAttention::forward(const at::Tensor& x) {
+at::Tensor TopkAttention::forward(const at::Tensor& x) { return project_out(head_outputs(x)); }
+
+at::Tensor TopkAttention::head_outputs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
-  return project_out(topk_attention(q, k, v, keys_per_query(x.size(1)), scale_, query_chunk_));
+  return topk_attention(q, k, v, keys_per_query(x.size(1)), scale_, query_chunk_);
+}
+
+// With v = I the output rows are the kept keys' softmax weights, zero elsewhere: [B, H, N, N].
+at::Tensor TopkAttention::attention_probs(const at::Tensor& x) {
+  const auto [q, k, v] = project_qkv(x);
+  const int64_t B = x.size(0), N = x.size(1);
+  const at::Tensor eye = at::eye(N, v.options()).expand({B, num_heads_, N, N});
+  return topk_attention(q, k, eye, keys_per_query(N), scale_, query_chunk_);
 }
 
 }  // namespace sparsevit::attention

@@ -13,6 +13,8 @@ class TopkAttention : public QkvAttention {
   TopkAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs, int64_t query_chunk = 64);
 
   at::Tensor forward(const at::Tensor& x) override;
+  at::Tensor head_outputs(const at::Tensor& x) override;
+  at::Tensor attention_probs(const at::Tensor& x) override;
   std::string kernel_name() const override { return "topk"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
   // Training progress in [0, 1] for a scheduled k (k_start -> k_end).

@@ -15,6 +15,11 @@ void register_calibrate_command(CLI::App& app);
 // Applies `finetune/eval --config FILE` to the options before the command line is parsed.
 void apply_train_config_file(CLI::App& app, int argc, char** argv);
 #endif
+#ifdef SPARSEVIT_HAVE_EXPERIMENTS
+void register_sweep_command(CLI::App& app);
+void register_diversity_command(CLI::App& app);
+void register_attention_map_command(CLI::App& app);
+#endif
 #ifdef SPARSEVIT_HAVE_BENCH
 void register_bench_command(CLI::App& app);
 #endif

@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
   sparsevit::cli::register_finetune_command(app);
   sparsevit::cli::register_calibrate_command(app);
 #endif
+#ifdef SPARSEVIT_HAVE_EXPERIMENTS
+  sparsevit::cli::register_sweep_command(app);
+  sparsevit::cli::register_diversity_command(app);
+  sparsevit::cli::register_attention_map_command(app);
+#endif
   try {
 #ifdef SPARSEVIT_HAVE_TRAIN
     sparsevit::cli::apply_train_config_file(app, argc, argv);

@@ -1,0 +1,385 @@
+#include "experiments/sweep.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "analysis/raster_plot.h"
+#include "config/attention_spec.h"
+#include "experiments/head_diversity.h"
+#include "util/errors.h"
+
+namespace sparsevit::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw RuntimeError("cannot write '" + temp.string() + "'");
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) throw RuntimeError("cannot write '" + path.string() + "': " + ec.message());
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw RuntimeError(path.string() + ": " + e.what());
+  }
+}
+
+// metrics.jsonl -> one record per epoch (the last line wins: a run interrupted between the
+// metrics line and its checkpoint repeats that epoch on resume).
+std::map<int64_t, json> read_metrics(const fs::path& path) {
+  std::map<int64_t, json> epochs;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const json record = json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.contains("epoch")) continue;
+    epochs[record["epoch"].get<int64_t>()] = record;
+  }
+  return epochs;
+}
+
+// Trains one (config, seed) run unless its summary.json exists; returns that summary.
+json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed, const fs::path& dir, bool& trained) {
+  const fs::path summary_path = dir / "summary.json";
+  if (fs::exists(summary_path)) {
+    trained = false;
+    return read_json(summary_path);
+  }
+  trained = true;
+  fs::create_directories(dir);
+  train::TrainConfig t = c.recipe;
+  t.attn_cfg = config_path;
+  t.seed = seed;
+  t.output_dir = dir.string();
+  t.log_dir.clear();
+  t.resume.clear();
+  t.eval = false;
+  const fs::path checkpoint = dir / "checkpoint.pt";
+  if (fs::exists(checkpoint)) {
+    t.resume = checkpoint.string();
+    spdlog::info("sweep: resuming {} seed {} from {}", config_path, seed, t.resume);
+  } else {
+    // A fresh start: drop metrics of an attempt that never reached its first checkpoint.
+    fs::remove(dir / "metrics.jsonl");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const train::TrainSummary s = train::run_finetune(t);
+  json summary = s.to_json();
+  summary["config"] = config_path;
+  summary["seed"] = seed;
+
+  const std::map<int64_t, json> epochs = read_metrics(dir / "metrics.jsonl");
+  json curve = json::array();
+  double ips = 0, seconds = 0;
+  for (const auto& [epoch, r] : epochs) {
+    curve.push_back(r.value("test_acc1", 0.0));
+    ips += r.value("train_images_per_second", 0.0);
+    seconds += r.value("epoch_seconds", 0.0);
+  }
+  summary["curve_test_acc1"] = curve;
+  summary["train_images_per_second"] = epochs.empty() ? 0.0 : ips / static_cast<double>(epochs.size());
+  summary["train_seconds"] = seconds;
+  summary["epochs"] = static_cast<int64_t>(epochs.size());
+
+  if (c.diversity_limit >= 0) {
+    DiversityConfig d;
+    d.resume = checkpoint.string();
+    d.dataset = t.dataset;
+    d.data_path = t.data_path;
+    d.split = "test";
+    d.limit = c.diversity_limit;
+    if (t.max_eval_samples > 0) d.limit = d.limit > 0 ? std::min(d.limit, t.max_eval_samples) : t.max_eval_samples;
+    d.batch_size = t.batch_size;
+    d.num_workers = t.num_workers;
+    d.threads = t.threads;
+    d.progress = false;
+    try {
+      const DiversitySummary ds = run_diversity(d);
+      summary["diversity"] = ds.stats.to_json();
+      summary["diversity_samples"] = ds.samples;
+    } catch (const UsageError& e) {  // a backend without per-head outputs
+      spdlog::warn("sweep: no head diversity for {}: {}", config_path, e.what());
+      summary["diversity"] = nullptr;
+      summary["diversity_note"] = e.what();
+    }
+  }
+  summary["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_text_atomically(summary_path, summary.dump(2) + "\n");  // marks the run finished
+  return summary;
+}
+
+// Why a config cannot run here ("" when it can): pruning configs need their scores file.
+std::string skip_reason(const config::AttentionSpec& spec) {
+  if (spec.mask != "pruning") return "";
+  if (!spec.mask_kwargs.has("scores_file")) return "mask: pruning without scores_file";
+  const std::string file = spec.mask_kwargs.values().at("scores_file").items.at(0);
+  if (!fs::exists(file)) return "scores_file " + file + " does not exist (run `sparsevit calibrate` first)";
+  return "";
+}
+
+std::string pm(double mean, double std) { return fmt::format("{:.2f} ± {:.2f}", mean, std); }
+
+}  // namespace
+
+std::vector<int64_t> parse_seed_list(const std::string& text) {
+  std::vector<int64_t> seeds;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0) throw std::invalid_argument(item);
+      if (std::find(seeds.begin(), seeds.end(), v) == seeds.end()) seeds.push_back(v);
+    } catch (const std::exception&) {
+      throw UsageError("--seeds: '" + item + "' is not a non-negative integer (expected e.g. 0,1,2)");
+    }
+  }
+  if (seeds.empty()) throw UsageError("--seeds: no seeds given (expected e.g. 0,1,2)");
+  return seeds;
+}
+
+SweepResult run_sweep(const SweepConfig& c) {
+  if (c.configs.empty()) throw UsageError("sweep needs --configs FILE...");
+  if (c.seeds.empty()) throw UsageError("sweep needs --seeds");
+  if (c.output_dir.empty()) throw UsageError("sweep needs --output_dir");
+  train::resolve(c.recipe);  // the recipe's usage errors before any run
+
+  // Configs: parsed and checked first, so a typo fails before hours of training.
+  struct Item {
+    std::string path, stem;
+    config::AttentionSpec spec;
+  };
+  std::vector<Item> items;
+  SweepResult result;
+  std::map<std::string, std::string> stems;
+  for (const std::string& path : c.configs) {
+    config::AttentionSpec spec = config::load_attention_spec(path);
+    config::apply_mask_kwarg_overrides(spec, c.recipe.attn_set);
+    const std::string stem = fs::path(path).stem().string();
+    if (stems.count(stem)) {
+      if (fs::absolute(stems[stem]) == fs::absolute(path)) continue;  // the same file twice
+      throw UsageError("sweep: configs " + stems[stem] + " and " + path + " share the name '" + stem +
+                       "' (runs are stored by file stem)");
+    }
+    stems[stem] = path;
+    const std::string why = skip_reason(spec);
+    if (!why.empty()) {
+      spdlog::warn("sweep: skipping {}: {}", path, why);
+      result.skipped.push_back(path + ": " + why);
+      continue;
+    }
+    items.push_back({path, stem, spec});
+  }
+  // The dense baseline first; otherwise the order given.
+  std::stable_partition(items.begin(), items.end(), [](const Item& i) {
+    return (i.spec.backend == "vit" || i.spec.backend == "dense") && !i.spec.has_mask();
+  });
+
+  fs::create_directories(c.output_dir);
+  const std::size_t total = items.size() * c.seeds.size();
+  std::size_t done = 0;
+  for (const Item& item : items) {
+    SweepRow row;
+    row.name = item.stem;
+    row.config = item.path;
+    row.mechanism = item.spec.backend + (item.spec.has_mask() ? " / " + item.spec.mask : "");
+    row.dense = (item.spec.backend == "vit" || item.spec.backend == "dense") && !item.spec.has_mask();
+    double ips = 0, div_median = 0, div_iqr = 0;
+    int64_t div_runs = 0;
+    std::vector<std::vector<double>> curves;
+    for (int64_t seed : c.seeds) {
+      ++done;
+      spdlog::info("sweep: run {}/{}: {} seed {}", done, total, item.stem, seed);
+      bool trained = false;
+      const json s =
+          run_one(c, item.path, seed, fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)), trained);
+      (trained ? result.runs_trained : result.runs_reused)++;
+      row.seeds.push_back(seed);
+      row.acc1.push_back(s.at("test_acc1").get<double>());
+      row.attention_gflops = s.at("attention_gflops").get<double>();
+      row.attention_gflops_patch = s.at("attention_gflops_patch").get<double>();
+      row.pruning_ratio = s.at("pruning_ratio").get<double>();
+      row.density = s.at("density").get<double>();
+      row.params = s.at("params").get<int64_t>();
+      ips += s.value("train_images_per_second", 0.0);
+      row.seconds += s.value("wall_seconds", 0.0);
+      if (s.contains("diversity") && s["diversity"].is_object()) {
+        div_median += s["diversity"]["median"].get<double>();
+        div_iqr += s["diversity"]["q3"].get<double>() - s["diversity"]["q1"].get<double>();
+        ++div_runs;
+      }
+      curves.push_back(s.value("curve_test_acc1", std::vector<double>{}));
+    }
+    const auto n = static_cast<double>(row.acc1.size());
+    for (double a : row.acc1) row.acc1_mean += a / n;
+    if (row.acc1.size() > 1) {
+      double ss = 0;
+      for (double a : row.acc1) ss += (a - row.acc1_mean) * (a - row.acc1_mean);
+      row.acc1_std = std::sqrt(ss / (n - 1));
+    }
+    row.images_per_second = ips / n;
+    row.has_diversity = div_runs > 0;
+    if (div_runs > 0) {
+      row.diversity_median = div_median / static_cast<double>(div_runs);
+      row.diversity_iqr = div_iqr / static_cast<double>(div_runs);
+    }
+    std::size_t epochs = 0;
+    for (const auto& cv : curves) epochs = std::max(epochs, cv.size());
+    for (std::size_t e = 0; e < epochs; ++e) {
+      double sum = 0;
+      int count = 0;
+      for (const auto& cv : curves)
+        if (e < cv.size()) sum += cv[e], ++count;
+      row.curve.push_back(sum / count);
+    }
+    result.rows.push_back(std::move(row));
+  }
+
+  // Plots.
+  const fs::path out(c.output_dir);
+  std::vector<analysis::PlotSeries> points, curves;
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    const SweepRow& r = result.rows[i];
+    analysis::PlotSeries p{r.name, analysis::palette_color(i), {r.attention_gflops}, {r.acc1_mean}, false, true};
+    points.push_back(p);
+    analysis::PlotSeries cv{r.name, analysis::palette_color(i), {}, r.curve, true, true};
+    for (std::size_t e = 0; e < r.curve.size(); ++e) cv.x.push_back(static_cast<double>(e + 1));
+    curves.push_back(cv);
+  }
+  if (!result.rows.empty()) {
+    analysis::PlotOptions po;
+    po.title = "Top-1 vs attention GFLOPs";
+    po.x_label = "attention GFLOPs (log scale)";
+    po.y_label = "top-1 (%), mean over seeds";
+    po.log_x = true;
+    analysis::render_plot(points, po).write_png((out / "accuracy_vs_gflops.png").string());
+    analysis::PlotOptions co;
+    co.title = "Test top-1 per epoch";
+    co.x_label = "epoch";
+    co.y_label = "test top-1 (%), mean over seeds";
+    analysis::render_plot(curves, co).write_png((out / "training_curves.png").string());
+    result.files.push_back((out / "accuracy_vs_gflops.png").string());
+    result.files.push_back((out / "training_curves.png").string());
+  }
+  write_text_atomically(out / "report.json", sweep_report_json(c, result).dump(2) + "\n");
+  write_text_atomically(out / "report.md", sweep_report_markdown(c, result));
+  result.files.insert(result.files.begin(), {(out / "report.md").string(), (out / "report.json").string()});
+  return result;
+}
+
+json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
+  json rows = json::array();
+  for (const SweepRow& r : result.rows) {
+    json row = {{"method", r.name},
+                {"config", r.config},
+                {"mechanism", r.mechanism},
+                {"dense_baseline", r.dense},
+                {"seeds", r.seeds},
+                {"test_acc1", r.acc1},
+                {"test_acc1_mean", r.acc1_mean},
+                {"test_acc1_std", r.acc1_std},
+                {"attention_gflops", r.attention_gflops},
+                {"attention_gflops_patch", r.attention_gflops_patch},
+                {"pruning_ratio", r.pruning_ratio},
+                {"density", r.density},
+                {"params", r.params},
+                {"train_images_per_second", r.images_per_second},
+                {"curve_test_acc1", r.curve}};
+    row["head_diversity_median"] = r.has_diversity ? json(r.diversity_median) : json(nullptr);
+    row["head_diversity_iqr"] = r.has_diversity ? json(r.diversity_iqr) : json(nullptr);
+    rows.push_back(row);
+  }
+  json recipe = train::config_to_json(c.recipe);
+  for (const char* k : {"attn_cfg", "seed", "output_dir", "log_dir", "resume", "eval", "start_epoch"}) recipe.erase(k);
+  return {{"recipe", recipe},
+          {"seeds", c.seeds},
+          {"diversity_limit", c.diversity_limit},
+          {"std", "sample standard deviation over seeds (n - 1)"},
+          {"head_diversity", "per run: median and Q3 - Q1 (linear interpolation) over the eval images; mean over seeds"},
+          {"rows", rows},
+          {"skipped", result.skipped}};
+}
+
+std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& result) {
+  const auto& rows = result.rows;
+  // Best per column: highest top-1, lowest GFLOPs, highest pruning ratio, images/s, diversity.
+  auto best = [&](auto value, bool highest, auto valid) {
+    double b = highest ? -1e300 : 1e300;
+    for (const SweepRow& r : rows)
+      if (valid(r)) b = highest ? std::max(b, value(r)) : std::min(b, value(r));
+    return b;
+  };
+  auto always = [](const SweepRow&) { return true; };
+  const double best_acc = best([](const SweepRow& r) { return std::round(r.acc1_mean * 100); }, true, always);
+  const double best_gflops = best([](const SweepRow& r) { return r.attention_gflops; }, false, always);
+  const double best_pr = best([](const SweepRow& r) { return std::round(r.pruning_ratio * 1e4); }, true, always);
+  const double best_ips = best([](const SweepRow& r) { return std::round(r.images_per_second); }, true, always);
+  const double best_div = best([](const SweepRow& r) { return std::round(r.diversity_median * 1e3); }, true,
+                               [](const SweepRow& r) { return r.has_diversity; });
+  auto bold = [](bool on, const std::string& s) { return on ? "**" + s + "**" : s; };
+
+  std::string seeds;
+  for (std::size_t i = 0; i < c.seeds.size(); ++i) seeds += (i ? "," : "") + std::to_string(c.seeds[i]);
+  std::string md = "# Attention sweep\n\n";
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  md += fmt::format("Model `{}` on `{}`, {} epochs, seeds {} (same seed = same data order for every method), "
+                    "generated {}.\n\n",
+                    c.recipe.model, c.recipe.dataset, c.recipe.epochs, seeds, date);
+  if (!c.command_line.empty()) md += "```\n" + c.command_line + "\n```\n\n";
+  md += "| method | mechanism | top-1 (%) mean ± std | attention GFLOPs | pruning ratio | train images/s | "
+        "head diversity median (IQR) |\n|---|---|---|---|---|---|---|\n";
+  for (const SweepRow& r : rows) {
+    const std::string div = r.has_diversity ? fmt::format("{:.3f} ({:.3f})", r.diversity_median, r.diversity_iqr) : "n/a";
+    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", r.name, r.dense ? " (baseline)" : "", r.mechanism,
+                      bold(std::round(r.acc1_mean * 100) == best_acc, pm(r.acc1_mean, r.acc1_std)),
+                      bold(r.attention_gflops == best_gflops, fmt::format("{:.6f}", r.attention_gflops)),
+                      bold(std::round(r.pruning_ratio * 1e4) == best_pr, fmt::format("{:.4f}", r.pruning_ratio)),
+                      bold(std::round(r.images_per_second) == best_ips, fmt::format("{:.0f}", r.images_per_second)),
+                      bold(r.has_diversity && std::round(r.diversity_median * 1e3) == best_div, div));
+  }
+  md += "\nBold: the best value of each column (highest top-1, lowest attention GFLOPs, highest pruning ratio, "
+        "highest train images/s, highest head diversity), compared at the precision shown. "
+        "Std is the sample standard deviation over seeds. Attention GFLOPs and pruning ratio are those of the patterns "
+        "the model runs (the `flops` command's numbers; equivalent pairs for backends without a pattern). Head "
+        "diversity: per image, the mean over head pairs of ‖Y_i − Y_j‖_F / (‖Y_i‖_F + ‖Y_j‖_F) on the last layer's "
+        "per-head outputs; per run the median and IQR (Q3 − Q1, linear interpolation) over the evaluation images, "
+        "averaged over seeds.\n\n";
+  md += "Per-seed top-1:\n\n";
+  for (const SweepRow& r : rows) {
+    md += "- " + r.name + ":";
+    for (std::size_t i = 0; i < r.acc1.size(); ++i) md += fmt::format(" seed {} {:.2f}", r.seeds[i], r.acc1[i]);
+    md += fmt::format(" ({:.0f} s)\n", r.seconds);
+  }
+  if (!result.skipped.empty()) {
+    md += "\nSkipped:\n\n";
+    for (const auto& s : result.skipped) md += "- " + s + "\n";
+  }
+  md += "\n![accuracy vs attention GFLOPs](accuracy_vs_gflops.png)\n\n![training curves](training_curves.png)\n";
+  return md;
+}
+
+}  // namespace sparsevit::experiments

@@ -1,0 +1,61 @@
+// The matched-budget comparison (`sparsevit sweep`): every attention config trained with one
+// recipe and, per seed, one data order; resumable run by run; then report.md (the literature's
+// table: top-1 mean +- std over seeds, attention GFLOPs, pruning ratio, train images/s, head
+// diversity), report.json and PNG plots (accuracy vs attention GFLOPs, test top-1 per epoch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/trainer.h"
+
+namespace sparsevit::experiments {
+
+struct SweepConfig {
+  std::vector<std::string> configs;   // attention YAMLs, one row each
+  std::vector<int64_t> seeds = {0};
+  std::string output_dir = "runs/sweep";  // runs go to <output_dir>/<config stem>/seed<k>
+  // The shared recipe; attn_cfg, seed, output_dir and resume are set per run.
+  train::TrainConfig recipe;
+  int64_t diversity_limit = 10000;    // eval images for head diversity (also capped by max_eval_samples); -1: skip
+  std::string command_line;           // recorded in report.md
+};
+
+struct SweepRow {
+  std::string name;                   // the config's file stem
+  std::string config;                 // its path
+  std::string mechanism;              // backend / mask, e.g. "vit / fibo"
+  bool dense = false;                 // the baseline: backend vit without a mask
+  std::vector<int64_t> seeds;
+  std::vector<double> acc1;           // per seed, final test top-1 (%)
+  double acc1_mean = 0, acc1_std = 0; // std: sample standard deviation (n - 1), 0 for one seed
+  double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
+  int64_t params = 0;
+  double images_per_second = 0;       // train images/s, mean over epochs and seeds
+  double seconds = 0;                 // training + evaluation time summed over seeds
+  bool has_diversity = false;         // false when the backend has no per-head outputs
+  double diversity_median = 0, diversity_iqr = 0;  // means over seeds of each run's median / IQR
+  std::vector<double> curve;          // test top-1 per epoch, mean over seeds
+};
+
+struct SweepResult {
+  std::vector<SweepRow> rows;         // dense baseline first, then in the configs' order
+  std::vector<std::string> skipped;   // "config: reason"
+  int64_t runs_trained = 0;           // runs (re)started by this call
+  int64_t runs_reused = 0;            // finished runs found (summary.json) and not redone
+  std::vector<std::string> files;     // report.md, report.json, PNGs
+};
+
+SweepResult run_sweep(const SweepConfig& config);
+
+// "0,1,2" -> {0, 1, 2}; UsageError on bad text.
+std::vector<int64_t> parse_seed_list(const std::string& text);
+
+// The report's parts (exposed for tests).
+nlohmann::json sweep_report_json(const SweepConfig& config, const SweepResult& result);
+std::string sweep_report_markdown(const SweepConfig& config, const SweepResult& result);
+
+}  // namespace sparsevit::experiments
