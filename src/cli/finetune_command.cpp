@@ -50,7 +50,7 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("mixup_switch_prob", c.mixup_switch_prob, "probability of cutmix instead of mixup when both are on");
   opt("aa", c.aa, "RandAugment policy, timm syntax (e.g. rand-m9-mstd0.5-inc1; empty: off)");
   opt("color_jitter", c.color_jitter, "colour jitter strength (0: off)");
-  opt("train_crop", c.train_crop, "pad (random crop with padding) | rrc (RandomResizedCrop)");
+  opt("train_crop", c.train_crop, "pad (random crop with padding) | rrc (RandomResizedCrop) | none (flip only)");
   cmd->add_flag(option_names("model_ema"), c.model_ema, "keep an EMA of the weights and evaluate it too");
   opt("model_ema_decay", c.model_ema_decay, "EMA decay");
   opt("output_dir", c.output_dir, "where checkpoints, metrics.jsonl and the resolved config go");

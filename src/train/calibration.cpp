@@ -17,6 +17,7 @@
 #include "data/transforms.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
+#include "train/cpu_threads.h"
 #include "train/checkpoint_model.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
@@ -44,7 +45,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   if (c.batch_size < 1) throw UsageError("--batch_size must be >= 1");
   if (c.max_samples < 0) throw UsageError("--max_samples must be >= 0");
   const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(threads));
+  configure_cpu_threads(threads);
 
   // The config the scores are for: checked before any work.
   config::AttentionSpec target = config::load_attention_spec(c.attn_cfg);

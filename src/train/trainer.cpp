@@ -21,6 +21,7 @@
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
+#include "train/cpu_threads.h"
 #include "train/distributed.h"
 #include "train/losses.h"
 #include "train/lr_schedule.h"
@@ -131,7 +132,8 @@ TrainConfig resolve(TrainConfig c) {
   if (c.mixup_switch_prob < 0 || c.mixup_switch_prob > 1) throw UsageError("--mixup_switch_prob must be in [0, 1]");
   if (c.model_ema_decay < 0 || c.model_ema_decay >= 1) throw UsageError("--model_ema_decay must be in [0, 1)");
   if (c.drop_path < 0 || c.drop_path >= 1) throw UsageError("--drop_path must be in [0, 1)");
-  if (c.train_crop != "pad" && c.train_crop != "rrc") throw UsageError("--train_crop must be pad or rrc");
+  if (c.train_crop != "pad" && c.train_crop != "rrc" && c.train_crop != "none")
+    throw UsageError("--train_crop must be pad, rrc or none, got '" + c.train_crop + "'");
   if (c.eval && c.resume.empty()) throw UsageError("--eval needs --resume CHECKPOINT");
   positive("dist_timeout", c.dist_timeout);
   positive("dist_bucket_mb", c.dist_bucket_mb);
@@ -268,7 +270,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
       c.threads > 0 ? c.threads
                     : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) /
                                                std::max<int64_t>(1, pg ? launch.local_world_size : 1));
-  at::set_num_threads(static_cast<int>(threads));
+  configure_cpu_threads(threads);
   torch::manual_seed(static_cast<uint64_t>(c.seed));
   std::mt19937_64 host_rng(static_cast<uint64_t>(c.seed) * 0x9E3779B97F4A7C15ULL + 1);
 
