@@ -1,0 +1,289 @@
+// `sweep` end to end on a tiny synthetic IDX set (3 configs x 2 seeds x 1 epoch), resume, the
+// report's matched GFLOPs; `diversity` against an independent float64 computation from the
+// checkpoint's qkv weights; `attention-map` PNG files and sizes.
+#include "experiments/sweep.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/attention_report.h"
+#include "config/attention_spec.h"
+#include "data/dataset.h"
+#include "data/image_codec.h"
+#include "data/transforms.h"
+#include "experiments/attention_map.h"
+#include "experiments/head_diversity.h"
+#include "models/model_shapes.h"
+#include "models/vision_transformer.h"
+#include "support/synthetic_idx.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_model.h"
+#include "util/errors.h"
+
+namespace sparsevit::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string config_path(const std::string& name) {
+  return std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/" + name + ".yaml";
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("sparsevit_sweep_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "data");
+    testing::write_synthetic_idx(root_ / "data", "train", 64, 1);
+    testing::write_synthetic_idx(root_ / "data", "t10k", 24, 2);
+    first_ = run_sweep(config());
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static SweepConfig config() {
+    SweepConfig c;
+    // Dense listed last: the report puts the baseline first anyway. The pruning config has no
+    // scores file here and is skipped.
+    c.configs = {config_path("vit_fibottention_small"), config_path("vit_linformer"), config_path("vit_pruning"),
+                 config_path("vit_dense")};
+    c.seeds = {0, 1};
+    c.output_dir = (root_ / "sweep").string();
+    c.recipe.dataset = "mnist";
+    c.recipe.data_path = (root_ / "data").string();
+    c.recipe.model = "vit_nano_patch4_28";
+    c.recipe.epochs = 1;
+    c.recipe.batch_size = 32;
+    c.recipe.lr = 1e-3;
+    c.recipe.threads = 2;
+    c.recipe.num_workers = 0;
+    c.diversity_limit = 16;
+    return c;
+  }
+
+  static fs::path root_;
+  static SweepResult first_;
+};
+fs::path SweepTest::root_;
+SweepResult SweepTest::first_;
+
+TEST_F(SweepTest, ReportHasOneRowPerConfigDenseFirst) {
+  EXPECT_EQ(first_.runs_trained, 6);
+  EXPECT_EQ(first_.runs_reused, 0);
+  ASSERT_EQ(first_.skipped.size(), 1u);
+  EXPECT_NE(first_.skipped[0].find("vit_pruning"), std::string::npos);
+  const fs::path out = root_ / "sweep";
+  for (const char* f : {"report.md", "report.json", "accuracy_vs_gflops.png", "training_curves.png"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  const nlohmann::json report = nlohmann::json::parse(read_text(out / "report.json"));
+  const auto& rows = report.at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["method"], "vit_dense");
+  EXPECT_TRUE(rows[0]["dense_baseline"].get<bool>());
+  EXPECT_EQ(rows[1]["method"], "vit_fibottention_small");
+  EXPECT_EQ(rows[2]["method"], "vit_linformer");
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["test_acc1"].size(), 2u);
+    EXPECT_EQ(row["curve_test_acc1"].size(), 1u);
+    EXPECT_GT(row["train_images_per_second"].get<double>(), 0);
+    EXPECT_TRUE(row["head_diversity_median"].is_number()) << row["method"];  // linformer has head outputs too
+  }
+  // The table: one line per config, dense first, each column's best in bold.
+  const std::string md = read_text(out / "report.md");
+  const auto dense = md.find("| vit_dense (baseline)"), fibo = md.find("| vit_fibottention_small"),
+             lin = md.find("| vit_linformer");
+  ASSERT_NE(dense, std::string::npos);
+  EXPECT_LT(dense, fibo);
+  EXPECT_LT(fibo, lin);
+  EXPECT_NE(md.find("**"), std::string::npos);
+  // The runs are where the layout says, each marked finished.
+  EXPECT_TRUE(fs::exists(out / "vit_linformer" / "seed1" / "summary.json"));
+  EXPECT_TRUE(fs::exists(out / "vit_dense" / "seed0" / "checkpoint.pt"));
+}
+
+TEST_F(SweepTest, AttentionGflopsAreTheFlopsCommandNumbers) {
+  const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
+  const models::ModelShape& m = models::find_model_shape("vit_nano_patch4_28");
+  const analysis::AttentionShape shape{m.num_tokens(), m.num_heads, m.depth, m.head_dim(), m.num_prefix_tokens};
+  for (const auto& row : report.at("rows")) {
+    const analysis::AttentionReport r =
+        analysis::attention_report(config::load_attention_spec(row["config"].get<std::string>()), shape);
+    EXPECT_DOUBLE_EQ(row["attention_gflops"].get<double>(), r.attention_gflops) << row["method"];
+    EXPECT_DOUBLE_EQ(row["pruning_ratio"].get<double>(), r.pruning_ratio) << row["method"];
+  }
+  // Fibottention and Linformer are far below dense at N = 50.
+  const auto& rows = report.at("rows");
+  EXPECT_LT(rows[1]["attention_gflops"].get<double>(), 0.5 * rows[0]["attention_gflops"].get<double>());
+}
+
+TEST_F(SweepTest, RerunReusesFinishedRunsAndGivesTheSameReport) {
+  const fs::path out = root_ / "sweep";
+  const std::string before = read_text(out / "report.json");
+  const auto stamp = fs::last_write_time(out / "vit_dense" / "seed0" / "checkpoint.pt");
+  const SweepResult again = run_sweep(config());
+  EXPECT_EQ(again.runs_trained, 0);
+  EXPECT_EQ(again.runs_reused, 6);
+  EXPECT_EQ(read_text(out / "report.json"), before);
+  EXPECT_EQ(fs::last_write_time(out / "vit_dense" / "seed0" / "checkpoint.pt"), stamp);
+
+  // An unfinished run (no summary.json) is redone from its checkpoint: the finished epoch is not
+  // trained again, so the result is the same.
+  fs::remove(out / "vit_fibottention_small" / "seed1" / "summary.json");
+  const SweepResult resumed = run_sweep(config());
+  EXPECT_EQ(resumed.runs_trained, 1);
+  EXPECT_EQ(resumed.runs_reused, 5);
+  EXPECT_EQ(read_text(out / "report.json"), before);
+}
+
+TEST_F(SweepTest, RunsShareTheRecipeButTheAttention) {
+  // Dense and Fibottention share the recipe: their first epoch saw the same batches, so the
+  // train loss of one differs from the other only through the model, while two seeds differ
+  // in data order. Checked through the resolved configs: identical but for attn_cfg.
+  const fs::path out = root_ / "sweep";
+  nlohmann::json a = nlohmann::json::parse(read_text(out / "vit_dense" / "seed0" / "config.json"));
+  nlohmann::json b = nlohmann::json::parse(read_text(out / "vit_fibottention_small" / "seed0" / "config.json"));
+  for (auto* j : {&a, &b})
+    for (const char* k : {"attn_cfg", "output_dir", "log_dir", "resume"}) j->erase(k);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a["seed"], 0);
+}
+
+TEST_F(SweepTest, RejectsBadInput) {
+  EXPECT_THROW(parse_seed_list("0,x"), UsageError);
+  EXPECT_THROW(parse_seed_list(""), UsageError);
+  EXPECT_EQ(parse_seed_list("2,0,2"), (std::vector<int64_t>{2, 0}));
+  SweepConfig c = config();
+  c.configs = {(root_ / "missing.yaml").string()};
+  EXPECT_THROW(run_sweep(c), UsageError);
+  c.configs = {};
+  EXPECT_THROW(run_sweep(c), UsageError);
+}
+
+TEST(FiveNumbers, LinearInterpolationLikeNumpy) {
+  // numpy.percentile([4, 1, 3, 2], [0, 25, 50, 75, 100]) = 1, 1.75, 2.5, 3.25, 4
+  const FiveNumbers f = five_numbers({4, 1, 3, 2});
+  EXPECT_DOUBLE_EQ(f.min, 1);
+  EXPECT_DOUBLE_EQ(f.q1, 1.75);
+  EXPECT_DOUBLE_EQ(f.median, 2.5);
+  EXPECT_DOUBLE_EQ(f.q3, 3.25);
+  EXPECT_DOUBLE_EQ(f.max, 4);
+  EXPECT_DOUBLE_EQ(five_numbers({7}).q1, 7);
+  EXPECT_THROW(five_numbers({}), UsageError);
+}
+
+TEST_F(SweepTest, DiversityMatchesAnIndependentComputation) {
+  DiversityConfig d;
+  d.resume = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
+  d.dataset = "mnist";
+  d.data_path = (root_ / "data").string();
+  d.limit = 20;
+  d.batch_size = 8;  // 20 = 8 + 8 + 4: a partial last batch
+  d.threads = 2;
+  d.num_workers = 0;
+  d.progress = false;
+  const DiversitySummary s = run_diversity(d);
+  EXPECT_EQ(s.samples, 20);
+  EXPECT_EQ(s.layer, 5);
+  EXPECT_EQ(s.heads, 4);
+
+  // By hand: Y_h = softmax(q_h k_h^T / sqrt(16)) v_h from the last block's qkv weights, float64.
+  const train::LoadedCheckpoint ckpt(d.resume);
+  auto model = train::load_checkpoint_model(ckpt);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto set = data::max_samples(data::make_dataset("mnist", d.data_path, false), 20);
+  const auto transform = data::build_eval_transform(data::transform_config_for("mnist", 28, 1));
+  std::vector<at::Tensor> images;
+  data::Rng rng(0);
+  for (int64_t i = 0; i < 20; ++i) images.push_back(transform(set->get(i).image, rng));
+  const at::Tensor x = model->attention_inputs(at::stack(images))[5].to(at::kDouble);
+  const auto params = model->named_parameters();
+  const at::Tensor w = params["blocks.5.attn.qkv.weight"].to(at::kDouble);
+  const at::Tensor b = params["blocks.5.attn.qkv.bias"].to(at::kDouble);
+  const at::Tensor qkv = at::linear(x, w, b).reshape({20, 50, 3, 4, 16}).permute({2, 0, 3, 1, 4});
+  const at::Tensor y = at::matmul(at::softmax(at::matmul(qkv[0], qkv[1].transpose(-2, -1)) / 4.0, -1), qkv[2]);
+  std::vector<double> values;
+  for (int64_t n = 0; n < 20; ++n) {
+    double sum = 0;
+    int pairs = 0;
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = i + 1; j < 4; ++j, ++pairs) {
+        const at::Tensor yi = y[n][i], yj = y[n][j];
+        sum += (yi - yj).norm().item<double>() / (yi.norm().item<double>() + yj.norm().item<double>());
+      }
+    values.push_back(sum / pairs);
+  }
+  std::sort(values.begin(), values.end());
+  auto q = [&](double p) {  // numpy's linear method
+    const double pos = p * 19;
+    const auto lo = static_cast<std::size_t>(pos);
+    return values[lo] + (pos - lo) * (values[std::min<std::size_t>(lo + 1, 19)] - values[lo]);
+  };
+  EXPECT_NEAR(s.stats.min, values.front(), 1e-5);
+  EXPECT_NEAR(s.stats.q1, q(0.25), 1e-5);
+  EXPECT_NEAR(s.stats.median, q(0.5), 1e-5);
+  EXPECT_NEAR(s.stats.q3, q(0.75), 1e-5);
+  EXPECT_NEAR(s.stats.max, values.back(), 1e-5);
+  EXPECT_GT(s.stats.min, 0);
+  EXPECT_LT(s.stats.max, 1);
+}
+
+TEST_F(SweepTest, AttentionMapWritesPerHeadPngs) {
+  AttentionMapConfig c;
+  c.resume = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
+  c.image = (root_ / "data" / "t10k-images-idx3-ubyte").string();
+  c.index = 3;
+  c.output_dir = (root_ / "maps").string();
+  c.threads = 2;
+  const AttentionMapSummary s = run_attention_map(c);
+  EXPECT_EQ(s.layer, 5);
+  EXPECT_EQ(s.grid, 7);
+  ASSERT_EQ(s.files.size(), 1u + 2 * 4);
+  for (int h = 0; h < 4; ++h) {
+    const std::string stem = (root_ / "maps" / ("layer5_head" + std::to_string(h))).string();
+    const data::Image cls = data::read_image(stem + "_cls.png", 3);
+    EXPECT_EQ(cls.width, 7 * 32);  // 224 / 7 pixels per patch
+    EXPECT_EQ(cls.height, 7 * 32);
+    const data::Image full = data::read_image(stem + "_full.png", 3);
+    EXPECT_EQ(full.width, 50 * 12);  // 600 / 50 pixels per token
+    EXPECT_EQ(full.height, 50 * 12);
+  }
+  EXPECT_EQ(data::read_image((root_ / "maps" / "input.png").string(), 1).width, 28 * 8);
+
+  // A PNG file as input, layer 0, explicit sizes.
+  data::Image img{28, 28, 1, std::vector<uint8_t>(28 * 28, 90)};
+  for (int i = 0; i < 28 * 14; ++i) img.pixels[i] = 200;
+  data::write_png((root_ / "img.png").string(), img);
+  c.image = (root_ / "img.png").string();
+  c.index = -1;
+  c.layer = 0;
+  c.cls_size = 70;
+  c.matrix_scale = 2;
+  c.output_dir = (root_ / "maps_png").string();
+  run_attention_map(c);
+  EXPECT_EQ(data::read_image((root_ / "maps_png" / "layer0_head2_cls.png").string(), 3).width, 70);
+  EXPECT_EQ(data::read_image((root_ / "maps_png" / "layer0_head2_full.png").string(), 3).width, 100);
+
+  // Backends without probabilities: a clear usage error.
+  c.resume = (root_ / "sweep" / "vit_linformer" / "seed0" / "checkpoint.pt").string();
+  EXPECT_THROW(run_attention_map(c), UsageError);
+  c.layer = 6;
+  c.resume = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
+  EXPECT_THROW(run_attention_map(c), UsageError);
+}
+
+}  // namespace
+}  // namespace sparsevit::experiments
