@@ -21,6 +21,7 @@
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_model.h"
 #include "train/cpu_threads.h"
 #include "train/distributed.h"
 #include "train/losses.h"
@@ -212,16 +213,14 @@ EvalResult evaluate(models::VisionTransformer& model, data::DataLoader& loader, 
 // `sparsevit eval --resume ckpt` rebuilds exactly that model.
 void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
                             const LoadedCheckpoint& ckpt) {
-  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, false);
-  if (meta.is_discarded() || !meta.contains("model") || !meta.contains("attention_yaml")) return;
-  const std::string model = meta["model"].get<std::string>();
-  if (model != c.model) spdlog::info("using the checkpoint's model {} (not {})", model, c.model);
-  c.model = model;
-  if (meta.contains("nb_classes")) c.nb_classes = meta["nb_classes"].get<int64_t>();
-  attention_yaml = meta["attention_yaml"].get<std::string>();
-  c.attn_set = meta.value("attention_overrides", std::vector<std::string>{});
-  spec = config::parse_attention_spec(attention_yaml, ckpt.path() + " (attention)");
-  config::apply_mask_kwarg_overrides(spec, c.attn_set);
+  const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
+  if (!m) return;
+  if (m->model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m->model, c.model);
+  c.model = m->model;
+  if (m->nb_classes > 0) c.nb_classes = m->nb_classes;
+  attention_yaml = m->attention_yaml;
+  c.attn_set = m->attention_overrides;
+  spec = m->attention;
 }
 
 }  // namespace
@@ -309,16 +308,10 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     // augmentation come from the shared seed through the loader.
     torch::manual_seed(static_cast<uint64_t>(c.seed + rank));
   }
-  data::TransformConfig tc;
-  tc.input_size = vc.img_size;
-  tc.in_chans = vc.in_chans;
-  const data::MeanStd ms = data::default_mean_std(c.dataset, vc.in_chans);
-  tc.mean = ms.mean;
-  tc.std = ms.std;
+  data::TransformConfig tc = data::transform_config_for(c.dataset, vc.img_size, vc.in_chans);
   tc.train_crop = c.train_crop;
   tc.color_jitter = c.color_jitter;
   tc.auto_augment = c.aa;
-  if (vc.img_size <= 64) tc.crop_pct = 1.0;  // small images: evaluate on the whole image
   data::validate(tc);
 
   data::LoaderOptions eval_options;
