@@ -3,10 +3,11 @@
 if(SPARSEVIT_USE_CCACHE)
   find_program(CCACHE_PROGRAM ccache)
   if(CCACHE_PROGRAM)
-    # Precompiled headers need these sloppiness settings to get cache hits.
+    # Precompiled headers need these sloppiness settings to get cache hits; the base dir makes
+    # paths relative so that clones at other paths (worktrees, CI checkouts) share the cache.
     set(CMAKE_CXX_COMPILER_LAUNCHER
         ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-        ${CCACHE_PROGRAM})
+        CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} ${CCACHE_PROGRAM})
   endif()
 endif()
 
