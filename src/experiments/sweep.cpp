@@ -59,12 +59,32 @@ std::map<int64_t, json> read_metrics(const fs::path& path) {
   return epochs;
 }
 
+// The recipe as it decides results: without the per-run fields and the ones that only change
+// speed or logging.
+json recipe_json(const train::TrainConfig& recipe) {
+  json j = train::config_to_json(recipe);
+  for (const char* k : {"attn_cfg", "seed", "output_dir", "log_dir", "resume", "eval", "start_epoch", "threads",
+                        "num_workers", "print_freq", "save_ckpt_freq"})
+    j.erase(k);
+  return j;
+}
+
 // Trains one (config, seed) run unless its summary.json exists; returns that summary.
 json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed, const fs::path& dir, bool& trained) {
   const fs::path summary_path = dir / "summary.json";
+  const json recipe = recipe_json(c.recipe);
   if (fs::exists(summary_path)) {
     trained = false;
-    return read_json(summary_path);
+    json summary = read_json(summary_path);
+    // A finished run of another recipe must not slip into this report.
+    if (summary.contains("recipe") && summary["recipe"] != recipe) {
+      std::string differs;
+      for (const auto& [key, value] : recipe.items())
+        if (!summary["recipe"].contains(key) || summary["recipe"][key] != value) differs += (differs.empty() ? "" : ", ") + key;
+      throw UsageError(dir.string() + " holds a run of another recipe (" + (differs.empty() ? "keys" : differs) +
+                       " differ): use another --output_dir or remove it");
+    }
+    return summary;
   }
   trained = true;
   fs::create_directories(dir);
@@ -88,6 +108,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed,
   json summary = s.to_json();
   summary["config"] = config_path;
   summary["seed"] = seed;
+  summary["recipe"] = recipe;
 
   const std::map<int64_t, json> epochs = read_metrics(dir / "metrics.jsonl");
   json curve = json::array();
@@ -311,9 +332,7 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
     row["head_diversity_iqr"] = r.has_diversity ? json(r.diversity_iqr) : json(nullptr);
     rows.push_back(row);
   }
-  json recipe = train::config_to_json(c.recipe);
-  for (const char* k : {"attn_cfg", "seed", "output_dir", "log_dir", "resume", "eval", "start_epoch"}) recipe.erase(k);
-  return {{"recipe", recipe},
+  return {{"recipe", recipe_json(c.recipe)},
           {"seeds", c.seeds},
           {"diversity_limit", c.diversity_limit},
           {"std", "sample standard deviation over seeds (n - 1)"},

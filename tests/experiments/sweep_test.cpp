@@ -166,6 +166,9 @@ TEST_F(SweepTest, RejectsBadInput) {
   EXPECT_THROW(parse_seed_list(""), UsageError);
   EXPECT_EQ(parse_seed_list("2,0,2"), (std::vector<int64_t>{2, 0}));
   SweepConfig c = config();
+  c.recipe.epochs = 2;  // the finished runs are of another recipe: refused, not mixed in
+  EXPECT_THROW(run_sweep(c), UsageError);
+  c = config();
   c.configs = {(root_ / "missing.yaml").string()};
   EXPECT_THROW(run_sweep(c), UsageError);
   c.configs = {};
