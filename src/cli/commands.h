@@ -5,6 +5,10 @@
 
 #include <string>
 
+namespace sparsevit::train {
+struct TrainConfig;
+}
+
 namespace sparsevit::cli {
 
 void register_masks_command(CLI::App& app);
@@ -12,6 +16,8 @@ void register_flops_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_TRAIN
 void register_finetune_command(CLI::App& app);
 void register_calibrate_command(CLI::App& app);
+// Finetune's recipe flags (data, model, optimisation, augmentation, EMA, threads): sweep takes them too.
+void add_recipe_options(CLI::App* cmd, train::TrainConfig& config);
 // Applies `finetune/eval --config FILE` to the options before the command line is parsed.
 void apply_train_config_file(CLI::App& app, int argc, char** argv);
 #endif

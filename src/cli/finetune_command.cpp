@@ -20,7 +20,10 @@ struct TrainCommand {
   std::string config_file;
 };
 
-void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
+}  // namespace
+
+// The recipe: what every run of an experiment shares (finetune and sweep take the same flags).
+void add_recipe_options(CLI::App* cmd, train::TrainConfig& c) {
   auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
     return cmd->add_option(option_names(name), field, help)->capture_default_str();
   };
@@ -31,7 +34,6 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("max_eval_samples", c.max_eval_samples, "use only the first N evaluation samples (0: all)");
   opt("num_workers", c.num_workers, "data loading threads");
   opt("model", c.model, "model name (timm naming, e.g. vit_tiny_patch2_28)");
-  opt("attn-cfg", c.attn_cfg, "attention config YAML (default: built-in Fibottention)");
   cmd->add_option("--attn-set,--attn_set", c.attn_set, "override a mask kwarg: NAME=VALUE (repeatable)");
   opt("drop_path", c.drop_path, "stochastic depth rate");
   opt("epochs", c.epochs, "training epochs");
@@ -53,6 +55,19 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("train_crop", c.train_crop, "pad (random crop with padding) | rrc (RandomResizedCrop) | none (flip only)");
   cmd->add_flag(option_names("model_ema"), c.model_ema, "keep an EMA of the weights and evaluate it too");
   opt("model_ema_decay", c.model_ema_decay, "EMA decay");
+  opt("threads", c.threads, "CPU threads for LibTorch (0: every core)");
+  opt("print_freq", c.print_freq, "progress lines per epoch when not on a terminal (0: auto)");
+}
+
+namespace {
+
+// The recipe plus what one run has of its own: attention config, output, resume, seed, distribution.
+void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
+  add_recipe_options(cmd, c);
+  auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
+    return cmd->add_option(option_names(name), field, help)->capture_default_str();
+  };
+  opt("attn-cfg", c.attn_cfg, "attention config YAML (default: built-in Fibottention)");
   opt("output_dir", c.output_dir, "where checkpoints, metrics.jsonl and the resolved config go");
   opt("log_dir", c.log_dir, "where metrics.jsonl goes (default: output_dir)");
   opt("resume", c.resume, "checkpoint to resume from");
@@ -60,8 +75,6 @@ void add_train_options(CLI::App* cmd, train::TrainConfig& c) {
   opt("start_epoch", c.start_epoch, "first epoch (when resuming an old checkpoint)");
   cmd->add_flag(option_names("eval"), c.eval, "only evaluate (with --resume)");
   opt("seed", c.seed, "random seed");
-  opt("threads", c.threads, "CPU threads for LibTorch (0: every core)");
-  opt("print_freq", c.print_freq, "progress lines per epoch when not on a terminal (0: auto)");
   // Data parallelism: active when a launcher (scripts/launch, torchrun, mpirun) sets RANK /
   // WORLD_SIZE (or OMPI_COMM_WORLD_*) to more than one process.
   opt("dist_backend", c.dist_backend, "distributed backend: gloo (CPU) | nccl (LibTorch CUDA builds)")

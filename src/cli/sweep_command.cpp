@@ -26,34 +26,7 @@ void register_sweep_command(CLI::App& app) {
   opt("output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");
   opt("diversity_limit", s->config.diversity_limit,
       "eval images for the head-diversity statistic (0: all, -1: skip; capped by max_eval_samples)");
-  // The shared recipe: finetune's flags of the same names.
-  opt("dataset", r.dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
-  opt("data_path", r.data_path, "dataset folder (default: the dataset's standard location)");
-  opt("nb_classes", r.nb_classes, "number of classes (0: from the dataset)");
-  opt("model", r.model, "model name (timm naming, e.g. vit_nano_patch4_28)");
-  cmd->add_option("--attn-set,--attn_set", r.attn_set, "override a kwarg in every config: NAME=VALUE (repeatable)");
-  opt("epochs", r.epochs, "training epochs per run");
-  opt("batch_size", r.batch_size, "batch size");
-  opt("blr", r.blr, "base learning rate: lr = blr * batch_size / 256");
-  opt("lr", r.lr, "absolute learning rate (overrides blr)");
-  opt("min_lr", r.min_lr, "lower bound of the cosine schedule");
-  opt("warmup_epochs", r.warmup_epochs, "linear warm-up epochs");
-  opt("weight_decay", r.weight_decay, "AdamW weight decay");
-  opt("opt_eps", r.opt_eps, "AdamW epsilon");
-  opt("clip_grad", r.clip_grad, "clip the gradient norm (0: off)");
-  opt("smoothing", r.smoothing, "label smoothing");
-  opt("drop_path", r.drop_path, "stochastic depth rate");
-  opt("mixup", r.mixup, "mixup alpha (0: off)");
-  opt("cutmix", r.cutmix, "cutmix alpha (0: off)");
-  opt("aa", r.aa, "RandAugment policy, timm syntax (empty: off)");
-  opt("color_jitter", r.color_jitter, "colour jitter strength (0: off)");
-  opt("train_crop", r.train_crop, "pad | rrc | none");
-  cmd->add_flag(option_names("model_ema"), r.model_ema, "keep an EMA of the weights and evaluate it too");
-  opt("max_train_samples", r.max_train_samples, "use only the first N training samples (0: all)");
-  opt("max_eval_samples", r.max_eval_samples, "use only the first N evaluation samples (0: all)");
-  opt("num_workers", r.num_workers, "data loading threads");
-  opt("threads", r.threads, "CPU threads for LibTorch (0: every core)");
-  opt("print_freq", r.print_freq, "progress lines per epoch when not on a terminal (0: auto)");
+  add_recipe_options(cmd, r);  // the shared recipe: finetune's flags of the same names
   cmd->callback([s, cmd] {
     experiments::SweepConfig c = s->config;
     c.seeds = experiments::parse_seed_list(s->seeds);

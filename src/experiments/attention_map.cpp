@@ -17,6 +17,7 @@
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
+#include "train/cpu_threads.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
@@ -104,8 +105,7 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   if (c.resume.empty()) throw UsageError("attention-map needs --resume CKPT");
   if (c.output_dir.empty()) throw UsageError("attention-map needs --output_dir DIR");
   if (c.cls_size < 1 || c.matrix_scale < 0) throw UsageError("--cls_size must be >= 1 and --matrix_scale >= 0");
-  const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(threads));
+  train::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
   auto model = train::load_checkpoint_model(ckpt);

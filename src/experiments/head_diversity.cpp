@@ -17,6 +17,7 @@
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
+#include "train/cpu_threads.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
 
@@ -75,33 +76,27 @@ DiversitySummary run_diversity(const DiversityConfig& c) {
   if (c.split != "train" && c.split != "test") throw UsageError("--split must be train or test, got '" + c.split + "'");
   if (c.batch_size < 1) throw UsageError("--batch_size must be >= 1");
   if (c.limit < 0) throw UsageError("--limit must be >= 0");
-  const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  at::set_num_threads(static_cast<int>(threads));
+  train::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
   auto model = train::load_checkpoint_model(ckpt);
   const models::VitConfig& vc = model->config();
-  const std::string data_path = c.data_path.empty() ? data::default_data_path(c.dataset) : c.data_path;
-  if (data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
-  auto dataset = data::max_samples(data::make_dataset(c.dataset, data_path, c.split == "train"), c.limit);
-  data::TransformConfig tc = data::transform_config_for(c.dataset, vc.img_size, vc.in_chans);
-  data::validate(tc);
   data::LoaderOptions options;
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
-  data::DataLoader loader(dataset, data::build_eval_transform(tc), options);
+  const auto loader = train::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.limit, options);
 
   torch::NoGradGuard no_grad;
   model->eval();
   auto& last = model->blocks().back()->attn();
   std::vector<double> values;
-  values.reserve(static_cast<std::size_t>(dataset->size()));
+  values.reserve(static_cast<std::size_t>(loader->dataset().size()));
   std::ostream discard(nullptr);  // no progress output: a stream without a buffer drops it
-  train::ProgressBar bar("Diversity", loader.num_batches(), c.batch_size, c.progress ? std::cout : discard,
+  train::ProgressBar bar("Diversity", loader->num_batches(), c.batch_size, c.progress ? std::cout : discard,
                          c.progress && train::stdout_is_tty());
   int64_t done = 0;
   data::Batch batch;
-  while (loader.next(batch)) {
+  while (loader->next(batch)) {
     const std::vector<at::Tensor> inputs = model->attention_inputs(batch.images);
     const std::vector<double> v = head_diversity_per_image(last.head_outputs(inputs.back()));
     values.insert(values.end(), v.begin(), v.end());

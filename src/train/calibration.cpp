@@ -44,8 +44,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   if (c.split != "train" && c.split != "test") throw UsageError("--split must be train or test, got '" + c.split + "'");
   if (c.batch_size < 1) throw UsageError("--batch_size must be >= 1");
   if (c.max_samples < 0) throw UsageError("--max_samples must be >= 0");
-  const int64_t threads = c.threads > 0 ? c.threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  configure_cpu_threads(threads);
+  configure_cpu_threads(c.threads);
 
   // The config the scores are for: checked before any work.
   config::AttentionSpec target = config::load_attention_spec(c.attn_cfg);
@@ -66,16 +65,11 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
     spdlog::warn("{} was trained with mask '{}': its attention maps are zero outside that pattern", c.resume,
                  vc.attention.mask);
 
-  const std::string data_path = c.data_path.empty() ? data::default_data_path(c.dataset) : c.data_path;
-  if (data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
-  auto dataset = data::max_samples(data::make_dataset(c.dataset, data_path, c.split == "train"), c.max_samples);
-  data::TransformConfig tc = data::transform_config_for(c.dataset, vc.img_size, vc.in_chans);
-  data::validate(tc);
   data::LoaderOptions options;
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
   options.seed = static_cast<uint64_t>(c.seed);
-  data::DataLoader loader(dataset, data::build_eval_transform(tc), options);
+  const auto loader = model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
 
   // Sum of the probabilities in float64 (many small terms), one [H, N, N] per layer.
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens();
@@ -83,10 +77,10 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   for (int64_t l = 0; l < L; ++l) sums.push_back(at::zeros({H, N, N}, at::kDouble));
   torch::NoGradGuard no_grad;
   model->eval();
-  ProgressBar bar("Calibrate", loader.num_batches(), c.batch_size, std::cout, stdout_is_tty());
+  ProgressBar bar("Calibrate", loader->num_batches(), c.batch_size, std::cout, stdout_is_tty());
   int64_t seen = 0, done = 0;
   data::Batch batch;
-  while (loader.next(batch)) {
+  while (loader->next(batch)) {
     const std::vector<at::Tensor> inputs = model->attention_inputs(batch.images);
     for (int64_t l = 0; l < L; ++l)
       sums[l] += model->blocks()[l]->attn().attention_probs(inputs[l]).sum(0).to(at::kDouble);

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
 #include "util/errors.h"
@@ -35,6 +38,17 @@ std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedChe
   auto model = models::create_model(m->model, options);
   ckpt.load_model(*model);
   return model;
+}
+
+std::unique_ptr<data::DataLoader> model_eval_loader(const models::VitConfig& model, const std::string& dataset,
+                                                    const std::string& data_path, bool train_split, int64_t limit,
+                                                    const data::LoaderOptions& options) {
+  const std::string path = data_path.empty() ? data::default_data_path(dataset) : data_path;
+  if (path.empty()) throw UsageError("--data_path is required for dataset '" + dataset + "'");
+  const data::TransformConfig tc = data::transform_config_for(dataset, model.img_size, model.in_chans);
+  data::validate(tc);
+  return std::make_unique<data::DataLoader>(data::max_samples(data::make_dataset(dataset, path, train_split), limit),
+                                            data::build_eval_transform(tc), options);
 }
 
 }  // namespace sparsevit::train

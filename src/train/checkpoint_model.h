@@ -12,6 +12,12 @@
 
 namespace sparsevit::models {
 class VisionTransformer;
+struct VitConfig;
+}
+
+namespace sparsevit::data {
+class DataLoader;
+struct LoaderOptions;
 }
 
 namespace sparsevit::train {
@@ -32,5 +38,12 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& checkpoi
 // Rebuilds the checkpoint's model and loads its weights; RuntimeError when the checkpoint
 // does not describe its model.
 std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& checkpoint);
+
+// What analysis commands (calibrate, diversity) feed such a model: split `train_split` of
+// `dataset` (its standard location when `data_path` is empty), the first `limit` images
+// (0: all), through the evaluation transform for the model's input size and channels.
+std::unique_ptr<data::DataLoader> model_eval_loader(const models::VitConfig& model, const std::string& dataset,
+                                                    const std::string& data_path, bool train_split, int64_t limit,
+                                                    const data::LoaderOptions& options);
 
 }  // namespace sparsevit::train

@@ -5,10 +5,10 @@
 
 namespace sparsevit::train {
 
-// Sets LibTorch's intra-op thread count and makes every one of those threads flush denormal
+// Sets LibTorch's intra-op thread count (0: every core) and returns it, and makes every one of those threads flush denormal
 // floats to zero (torch.set_flush_denormal sets only the calling thread's FPU mode). Small
 // gradients and Adam moments decay into denormals late in training, and on x86 each denormal
 // operation costs ~100 cycles: without this, epochs slow down several-fold as training goes on.
-void configure_cpu_threads(int64_t threads);
+int64_t configure_cpu_threads(int64_t threads);
 
 }  // namespace sparsevit::train
