@@ -38,6 +38,11 @@ class AttentionModule : public torch::nn::Module {
   virtual std::string kernel_name() const = 0;
   // Pairs computed per head per sample in forward (N^2 when dense): feeds the FLOP reports.
   virtual double computed_pairs_per_head(int64_t num_tokens) const = 0;
+  // The layer's static pattern as the kernel runs it (nullopt: dense, dynamic or no pattern).
+  virtual std::optional<patterns::Pattern> static_pattern() const { return std::nullopt; }
+  // Training progress in [0, 1] (step / total steps): backends with a scheduled budget (top-k's
+  // k_start -> k_end) follow it; the trainer calls it on every module each iteration.
+  virtual void set_progress(double progress) {}
 
   // Analysis (static-pruning calibration, attention maps, head diversity), on the layer's
   // normalised input x [B, N, C]. Backends that cannot provide them throw UsageError.

@@ -18,7 +18,7 @@ class TopkAttention : public QkvAttention {
   std::string kernel_name() const override { return "topk"; }
   double computed_pairs_per_head(int64_t num_tokens) const override;
   // Training progress in [0, 1] for a scheduled k (k_start -> k_end).
-  void set_progress(double progress) { progress_ = progress; }
+  void set_progress(double progress) override { progress_ = progress; }
   int64_t keys_per_query(int64_t num_tokens) const;
 
  private:

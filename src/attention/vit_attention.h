@@ -19,6 +19,7 @@ class VitAttention : public QkvAttention {
   at::Tensor attention_probs(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;
   const std::optional<patterns::Pattern>& pattern() const { return pattern_; }
+  std::optional<patterns::Pattern> static_pattern() const override { return pattern_; }
 
  private:
   void check_tokens(const at::Tensor& x) const;

@@ -6,6 +6,7 @@
 #include <torch/nn/init.h>
 
 #include "attention/vit_attention.h"
+#include "patterns/pattern_stats.h"
 #include "util/errors.h"
 
 namespace sparsevit::models {
@@ -145,11 +146,19 @@ at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_
 
 std::vector<std::optional<patterns::Pattern>> VisionTransformer::layer_patterns() const {
   std::vector<std::optional<patterns::Pattern>> out;
-  for (const auto& b : blocks_) {
-    const auto* vit = dynamic_cast<const attention::VitAttention*>(&b->attn());
-    out.push_back(vit ? vit->pattern() : std::nullopt);
-  }
+  for (const auto& b : blocks_) out.push_back(b->attn().static_pattern());
   return out;
+}
+
+void VisionTransformer::set_training_progress(double progress) {
+  for (const auto& b : blocks_) b->attn().set_progress(progress);
+}
+
+double VisionTransformer::attention_gflops_now() const {
+  const int64_t head_dim = config_.embed_dim / config_.num_heads;
+  double pairs = 0;
+  for (const auto& b : blocks_) pairs += b->attn().computed_pairs_per_head(config_.num_tokens());
+  return static_cast<double>(config_.num_heads) * patterns::attention_gflops_for_pairs(pairs, head_dim);
 }
 
 }  // namespace sparsevit::models

@@ -88,6 +88,11 @@ class VisionTransformer : public torch::nn::Module {
   const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
   // The static pattern of every block, as the kernels run them (nullopt = dense).
   std::vector<std::optional<patterns::Pattern>> layer_patterns() const;
+  // Training progress in [0, 1] for every block's attention (scheduled budgets such as top-k's).
+  void set_training_progress(double progress);
+  // Attention GFLOPs of one sample's forward as the modules compute it now (a scheduled budget
+  // changes it during training): sum over blocks of H * 2 * d_head * pairs per head / 1e9.
+  double attention_gflops_now() const;
 
  private:
   void init_weights();
