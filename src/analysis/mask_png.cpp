@@ -1,6 +1,5 @@
 #include "analysis/mask_png.h"
 
-#include <png.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/png_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::analysis {
@@ -27,70 +27,7 @@ int32_t ceil_sqrt(int32_t n) {
   return r;
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
 
-[[noreturn]] void fail(const std::string& path, const std::string& reason) {
-  throw RuntimeError("cannot write mask image '" + path + "': " + reason);
-}
-
-// ---------------------------------------------------------------- libpng, C-style
-// libpng reports errors by longjmp. The setjmp frame below owns no C++ objects, and no C++
-// frame lies between it and libpng, so the jump skips no destructors.
-
-struct PngErrorSink {
-  char message[256];
-};
-
-void on_png_error(png_structp png, png_const_charp msg) {
-  auto* sink = static_cast<PngErrorSink*>(png_get_error_ptr(png));
-  if (sink != nullptr) {
-    const int err = errno;  // a failed fwrite in libpng's default writer leaves the cause here
-    if (err != 0) {
-      std::snprintf(sink->message, sizeof(sink->message), "libpng: %s (%s)", msg ? msg : "error",
-                    std::strerror(err));
-    } else {
-      std::snprintf(sink->message, sizeof(sink->message), "libpng: %s", msg ? msg : "error");
-    }
-  }
-  png_longjmp(png, 1);
-}
-
-void on_png_warning(png_structp, png_const_charp) {}
-
-using RowFn = void (*)(void* context, uint32_t y, png_bytep row);
-
-// Writes a width x height RGB8 image to fp, asking row_fn for each row (row_fn must not throw).
-// Returns true on success; on failure sink->message holds libpng's reason.
-bool write_png_stream(FILE* fp, uint32_t width, uint32_t height, RowFn row_fn, void* context,
-                      png_bytep row, PngErrorSink* sink) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, sink, on_png_error, on_png_warning);
-  if (png == nullptr) {
-    std::snprintf(sink->message, sizeof(sink->message), "libpng: out of memory");
-    return false;
-  }
-  png_infop info = png_create_info_struct(png);
-  if (info == nullptr) {
-    png_destroy_write_struct(&png, nullptr);
-    std::snprintf(sink->message, sizeof(sink->message), "libpng: out of memory");
-    return false;
-  }
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    return false;
-  }
-  png_init_io(png, fp);
-  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_set_compression_level(png, 6);
-  png_write_info(png, info);
-  for (uint32_t y = 0; y < height; ++y) {
-    row_fn(context, y, row);
-    png_write_row(png, row);
-  }
-  png_write_end(png, info);
-  png_destroy_write_struct(&png, &info);
-  return true;
-}
 
 // ---------------------------------------------------------------- rendering
 
@@ -144,15 +81,12 @@ struct Renderer {
     }
   }
 
-  static void row_callback(void* context, uint32_t y, png_bytep row) {
+  static void row_callback(void* context, uint32_t y, uint8_t* row) {
     auto* self = static_cast<Renderer*>(context);
     self->render(y);
     std::memcpy(row, self->token_row.data(), self->token_row.size());
   }
 };
-
-// mkstemp in the directory of `path`, named after it.
-std::string temp_template(const std::string& path) { return path + ".tmp.XXXXXX"; }
 
 }  // namespace
 
@@ -198,39 +132,9 @@ void write_mask_png(const patterns::Pattern& pattern, const std::string& path,
                      " per side); use a smaller scale or more columns");
   }
   renderer.token_row.assign(static_cast<size_t>(layout.width) * 3, 0);
-  std::vector<png_byte> row(renderer.token_row.size());
 
-  std::string tmp = temp_template(path);
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail(path, errno_text(errno));
-  (void)::fchmod(fd, 0644);  // mkstemp creates 0600; an image is for sharing
-  FILE* fp = ::fdopen(fd, "wb");
-  if (fp == nullptr) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(path, errno_text(err));
-  }
-  PngErrorSink sink{};
-  errno = 0;
-  const bool ok = write_png_stream(fp, static_cast<uint32_t>(layout.width),
-                                   static_cast<uint32_t>(layout.height), &Renderer::row_callback,
-                                   &renderer, row.data(), &sink);
-  errno = 0;
-  const bool flushed = std::fflush(fp) == 0 && !std::ferror(fp);
-  const int flush_err = errno;
-  const bool closed = std::fclose(fp) == 0;
-  const int close_err = errno;
-  if (!ok || !flushed || !closed) {
-    ::unlink(tmp.c_str());
-    if (!ok) fail(path, sink.message);
-    fail(path, errno_text(!flushed ? (flush_err ? flush_err : EIO) : (close_err ? close_err : EIO)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail(path, errno_text(err));
-  }
+  write_rgb_png(path, static_cast<uint32_t>(layout.width), static_cast<uint32_t>(layout.height),
+                &Renderer::row_callback, &renderer);
 }
 
 }  // namespace sparsevit::analysis

@@ -1,6 +1,5 @@
 #include "analysis/raster_plot.h"
 
-#include <png.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <limits>
 #include <map>
 
+#include "analysis/png_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::analysis {
@@ -54,40 +54,6 @@ const std::map<char, Glyph>& font() {
 }
 
 constexpr int32_t kGlyphAdvance = 6;  // 5 columns + 1 of spacing
-
-struct PngError {
-  char message[256] = {0};
-};
-void on_error(png_structp png, png_const_charp msg) {
-  auto* e = static_cast<PngError*>(png_get_error_ptr(png));
-  std::snprintf(e->message, sizeof(e->message), "%s", msg);
-  png_longjmp(png, 1);
-}
-void on_warning(png_structp, png_const_charp) {}
-
-// Writes rows of `rgb` to fp; false (with e->message set) on a libpng error.
-bool write_rows(FILE* fp, int32_t width, int32_t height, const uint8_t* rgb, PngError* e) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, e, on_error, on_warning);
-  if (!png) return false;
-  png_infop info = png_create_info_struct(png);
-  if (!info) {
-    png_destroy_write_struct(&png, nullptr);
-    return false;
-  }
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    return false;
-  }
-  png_init_io(png, fp);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int32_t y = 0; y < height; ++y)
-    png_write_row(png, const_cast<png_bytep>(rgb + static_cast<std::size_t>(y) * width * 3));
-  png_write_end(png, info);
-  png_destroy_write_struct(&png, &info);
-  return true;
-}
 
 // Tick positions ~`target` per axis at 1, 2, 5 x 10^k steps.
 std::vector<double> nice_ticks(double lo, double hi, int target) {
@@ -187,22 +153,15 @@ int32_t Canvas::text_width(const std::string& s, int32_t scale) {
 }
 
 void Canvas::write_png(const std::string& path) const {
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
-  FILE* fp = ::fdopen(fd, "wb");
-  if (!fp) {
-    ::close(fd);
-    std::remove(temp.c_str());
-    throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
-  }
-  PngError e;
-  const bool ok = write_rows(fp, width_, height_, rgb_.data(), &e);
-  const bool closed = std::fclose(fp) == 0;
-  if (!ok || !closed || std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw RuntimeError("cannot write " + path + (ok ? std::string(": ") + std::strerror(errno) : ": " + std::string(e.message)));
-  }
+  struct Rows {
+    static void row(void* context, uint32_t y, uint8_t* out) {
+      const Canvas& c = *static_cast<const Canvas*>(context);
+      const std::size_t bytes = static_cast<std::size_t>(c.width_) * 3;
+      std::memcpy(out, c.rgb_.data() + static_cast<std::size_t>(y) * bytes, bytes);
+    }
+  };
+  write_rgb_png(path, static_cast<uint32_t>(width_), static_cast<uint32_t>(height_), &Rows::row,
+                const_cast<Canvas*>(this));
 }
 
 Rgb palette_color(std::size_t index) {

@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "train/calibration.h"
+#include "experiments/calibration.h"
 
 namespace sparsevit::cli {
 
 void register_calibrate_command(CLI::App& app) {
-  auto c = std::make_shared<train::CalibrateConfig>();
+  auto c = std::make_shared<experiments::CalibrateConfig>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Average a trained model's attention maps into the scores file of a `mask: pruning` config");
   auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
@@ -28,7 +28,7 @@ void register_calibrate_command(CLI::App& app) {
   opt("threads", c->threads, "CPU threads for LibTorch (0: every core)");
   opt("seed", c->seed, "random seed");
   cmd->callback([c] {
-    const train::CalibrateSummary s = train::run_calibrate(*c);
+    const experiments::CalibrateSummary s = experiments::run_calibrate(*c);
     std::cout << s.to_text() << "\n" << s.to_json().dump() << std::endl;
   });
 }

@@ -16,10 +16,9 @@ void register_flops_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_TRAIN
 void register_finetune_command(CLI::App& app);
 void register_calibrate_command(CLI::App& app);
-// Finetune's recipe flags (data, model, optimisation, augmentation, EMA, threads): sweep takes them too.
-void add_recipe_options(CLI::App* cmd, train::TrainConfig& config);
-// Applies `finetune/eval --config FILE` to the options before the command line is parsed.
-void apply_train_config_file(CLI::App& app, int argc, char** argv);
+// One option per train::TrainConfig field (train::for_each_field); recipe_only: the fields every
+// run of an experiment shares (sweep takes those).
+void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only);
 #endif
 #ifdef SPARSEVIT_HAVE_EXPERIMENTS
 void register_sweep_command(CLI::App& app);
@@ -29,6 +28,10 @@ void register_attention_map_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_BENCH
 void register_bench_command(CLI::App& app);
 #endif
+
+// Applies `SUBCOMMAND --config FILE` (for subcommands that have --config) to that subcommand's
+// options before the command line is parsed.
+void apply_config_file_option(CLI::App& app, int argc, char** argv);
 
 // "head-dim" -> "--head-dim,--head_dim": options accept both spellings, as MAE's scripts do.
 std::string option_names(const std::string& name);

@@ -42,9 +42,7 @@ int main(int argc, char** argv) {
   sparsevit::cli::register_attention_map_command(app);
 #endif
   try {
-#ifdef SPARSEVIT_HAVE_TRAIN
-    sparsevit::cli::apply_train_config_file(app, argc, argv);
-#endif
+    sparsevit::cli::apply_config_file_option(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);

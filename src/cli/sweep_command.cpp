@@ -12,6 +12,7 @@ void register_sweep_command(CLI::App& app) {
   struct State {
     experiments::SweepConfig config;
     std::string seeds = "0";
+    std::string config_file;
   };
   auto s = std::make_shared<State>();
   s->config.recipe.num_workers = 1;  // per run; the cores go to the compute
@@ -26,14 +27,15 @@ void register_sweep_command(CLI::App& app) {
   opt("output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");
   opt("diversity_limit", s->config.diversity_limit,
       "eval images for the head-diversity statistic (0: all, -1: skip; capped by max_eval_samples)");
-  add_recipe_options(cmd, r);  // the shared recipe: finetune's flags of the same names
+  add_train_config_options(cmd, r, /*recipe_only=*/true);  // the shared recipe: finetune's flags of the same names
+  cmd->add_option("--config", s->config_file, "experiment YAML whose keys are these flags' names");
   cmd->callback([s, cmd] {
     experiments::SweepConfig c = s->config;
     c.seeds = experiments::parse_seed_list(s->seeds);
     // The options given, for report.md.
     std::string line = "sparsevit sweep";
     for (const CLI::Option* o : cmd->get_options()) {
-      if (o->count() == 0 || o->get_lnames().empty()) continue;
+      if (o->count() == 0 || o->get_lnames().empty() || o->get_lnames().front() == "config") continue;
       line += " --" + o->get_lnames().front();
       for (const std::string& v : o->results()) line += o->get_expected_min() == 0 ? "" : " " + v;
     }

@@ -17,7 +17,7 @@
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
-#include "train/cpu_threads.h"
+#include "runtime/cpu_threads.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
@@ -105,7 +105,7 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   if (c.resume.empty()) throw UsageError("attention-map needs --resume CKPT");
   if (c.output_dir.empty()) throw UsageError("attention-map needs --output_dir DIR");
   if (c.cls_size < 1 || c.matrix_scale < 0) throw UsageError("--cls_size must be >= 1 and --matrix_scale >= 0");
-  train::configure_cpu_threads(c.threads);
+  runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
   auto model = train::load_checkpoint_model(ckpt);

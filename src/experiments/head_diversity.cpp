@@ -17,7 +17,7 @@
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
-#include "train/cpu_threads.h"
+#include "runtime/cpu_threads.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
 
@@ -76,7 +76,7 @@ DiversitySummary run_diversity(const DiversityConfig& c) {
   if (c.split != "train" && c.split != "test") throw UsageError("--split must be train or test, got '" + c.split + "'");
   if (c.batch_size < 1) throw UsageError("--batch_size must be >= 1");
   if (c.limit < 0) throw UsageError("--limit must be >= 0");
-  train::configure_cpu_threads(c.threads);
+  runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
   auto model = train::load_checkpoint_model(ckpt);

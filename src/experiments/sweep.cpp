@@ -15,6 +15,7 @@
 #include "analysis/raster_plot.h"
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
+#include "util/atomic_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
@@ -22,18 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw RuntimeError("cannot write '" + temp.string() + "'");
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) throw RuntimeError("cannot write '" + path.string() + "': " + ec.message());
-}
 
 json read_json(const fs::path& path) {
   std::ifstream in(path);
@@ -146,7 +135,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed,
     }
   }
   summary["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_text_atomically(summary_path, summary.dump(2) + "\n");  // marks the run finished
+  write_file_atomically(summary_path.string(), summary.dump(2) + "\n");  // marks the run finished
   return summary;
 }
 
@@ -304,8 +293,8 @@ SweepResult run_sweep(const SweepConfig& c) {
     result.files.push_back((out / "accuracy_vs_gflops.png").string());
     result.files.push_back((out / "training_curves.png").string());
   }
-  write_text_atomically(out / "report.json", sweep_report_json(c, result).dump(2) + "\n");
-  write_text_atomically(out / "report.md", sweep_report_markdown(c, result));
+  write_file_atomically((out / "report.json").string(), sweep_report_json(c, result).dump(2) + "\n");
+  write_file_atomically((out / "report.md").string(), sweep_report_markdown(c, result));
   result.files.insert(result.files.begin(), {(out / "report.md").string(), (out / "report.json").string()});
   return result;
 }

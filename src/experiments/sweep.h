@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/trainer.h"
+#include "train/finetune.h"
 
 namespace sparsevit::experiments {
 

@@ -24,6 +24,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "train/model_ema.h"
+#include "util/atomic_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::train {
@@ -34,11 +35,6 @@ constexpr char kMagic[8] = {'S', 'V', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr size_t kHeaderSize = 32;
 constexpr int64_t kFormatVersion = 1;
 const char* const kFormatName = "sparsevit-checkpoint";
-
-std::function<void(const std::string&)>& before_rename_hook() {
-  static std::function<void(const std::string&)> hook;
-  return hook;
-}
 
 // FNV-1a-style 64-bit checksum over 64-bit words (8x faster than bytewise FNV), streaming.
 class Checksum {
@@ -101,27 +97,6 @@ std::string first_line(const std::exception& e) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-std::string parent_dir(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 // Key of a parameter in Optimizer::state(): the TensorImpl address as text in LibTorch 1.x
 // (c10::guts::to_string of the pointer), the address itself (void*) in LibTorch 2.x.
 using OptimizerStateKey =
@@ -161,10 +136,6 @@ void place_adamw_state(torch::optim::Optimizer& optimizer, const std::string& co
 }
 
 }  // namespace
-
-namespace detail {
-void set_before_rename_hook(std::function<void(const std::string&)> hook) { before_rename_hook() = std::move(hook); }
-}  // namespace detail
 
 std::string rng_state_string(const std::mt19937_64& rng) {
   std::ostringstream out;
@@ -223,25 +194,19 @@ void save_checkpoint(const std::string& path, const CheckpointContents& c) {
     throw RuntimeError(context + ": cannot serialise: " + first_line(e));
   }
 
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw RuntimeError(context + ": cannot create temporary file " + temp + ": " + errno_text(errno));
-  auto fail = [&](const std::string& what) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw RuntimeError(context + ": " + what);
-  };
-
+  AtomicFile file(path);
   unsigned char header[kHeaderSize] = {};
-  if (!write_all(fd, header, kHeaderSize)) fail("cannot write " + temp + ": " + errno_text(errno));
+  file.write(header, kHeaderSize);
   Checksum checksum;
   uint64_t payload = 0;
-  int write_errno = 0;
+  std::string write_error;
   try {
     root.save_to([&](const void* data, size_t n) -> size_t {
-      if (write_errno != 0) return 0;
-      if (!write_all(fd, data, n)) {
-        write_errno = errno;
+      if (!write_error.empty()) return 0;
+      try {
+        file.write(data, n);
+      } catch (const RuntimeError& e) {
+        write_error = e.what();
         return 0;
       }
       checksum.update(data, n);
@@ -249,38 +214,17 @@ void save_checkpoint(const std::string& path, const CheckpointContents& c) {
       return n;
     });
   } catch (const std::exception& e) {
-    fail("cannot write " + temp + ": " + (write_errno != 0 ? errno_text(write_errno) : first_line(e)));
+    throw RuntimeError(context + ": " + (write_error.empty() ? "cannot serialise: " + first_line(e) : write_error));
   }
-  if (write_errno != 0) fail("cannot write " + temp + ": " + errno_text(write_errno));
-
+  if (!write_error.empty()) throw RuntimeError(context + ": " + write_error);
   std::memcpy(header, kMagic, 8);
   put_u64(header + 8, payload);
   put_u64(header + 16, checksum.digest());
-  if (::pwrite(fd, header, kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize)) {
-    fail("cannot write " + temp + ": " + errno_text(errno));
-  }
-  if (::fsync(fd) != 0) fail("cannot sync " + temp + ": " + errno_text(errno));
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw RuntimeError(context + ": cannot close " + temp + ": " + errno_text(err));
-  }
   try {
-    if (before_rename_hook()) before_rename_hook()(temp);
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw RuntimeError(context + ": cannot rename " + temp + " to it: " + errno_text(err));
-  }
-  // Make the rename itself durable (best effort: some file systems refuse to sync folders).
-  const int dir = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
+    file.write_at(0, header, kHeaderSize);
+    file.commit();
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(context + ": " + e.what());
   }
 }
 

@@ -6,7 +6,7 @@
 // reserved) followed by a torch::serialize archive (PyTorch zip). The checksum turns truncated
 // or corrupted files into a clear RuntimeError instead of garbage weights.
 //
-// Writes are atomic: the file is written to "<path>.tmp.<pid>" in the same folder, fsynced, then
+// Writes are atomic (util/atomic_file.h): a uniquely named temporary in the same folder, fsynced,
 // renamed over <path>; on any failure the temporary is removed and an existing <path> is untouched.
 #pragma once
 
@@ -91,11 +91,5 @@ void rng_from_state_string(std::mt19937_64& rng, const std::string& state);
 // Torch's default CPU generator state (a uint8 tensor) and back.
 at::Tensor torch_cpu_rng_state();
 void set_torch_cpu_rng_state(const at::Tensor& state);
-
-namespace detail {
-// Test hook: called with the temporary's path after it is written and synced, just before the
-// rename. A hook that throws simulates a crash between write and rename. Empty to disable.
-void set_before_rename_hook(std::function<void(const std::string& temp_path)> hook);
-}  // namespace detail
 
 }  // namespace sparsevit::train

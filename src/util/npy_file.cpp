@@ -1,5 +1,7 @@
 #include "util/npy_file.h"
 
+#include "util/atomic_file.h"
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -61,20 +63,14 @@ void write_npy_float32(const std::string& path, const std::vector<int64_t>& shap
 
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff),
-                               static_cast<char>(len >> 8)};
-    out.write(preamble, 10);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
-    if (!out) throw RuntimeError("cannot write '" + temp + "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw RuntimeError("cannot write '" + path + "': " + ec.message());
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(len & 0xff),
+                             static_cast<char>(len >> 8)};
+  AtomicFile out(path);
+  out.write(preamble, 10);
+  out.write(header);
+  out.write(values.data(), values.size() * 4);
+  out.commit();
 }
 
 }  // namespace sparsevit

@@ -15,10 +15,12 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "train/distributed.h"
+#include "distributed/gradient_reducer.h"
+#include "distributed/launch_environment.h"
+#include "distributed/process_group.h"
 #include "util/errors.h"
 
-namespace sparsevit::train::dist {
+namespace sparsevit::dist {
 namespace {
 
 namespace fs = std::filesystem;
@@ -281,4 +283,4 @@ TEST_F(ThreadRanks, APeerThatNeverJoinsTimesOut) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train::dist
+}  // namespace sparsevit::dist

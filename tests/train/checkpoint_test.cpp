@@ -1,4 +1,5 @@
 #include "train/checkpoint.h"
+#include "util/atomic_file.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,6 +17,15 @@ namespace sparsevit::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The atomic writer's leftovers next to `path` ("<path>.tmp.XXXXXX").
+std::vector<std::string> temporaries_of(const std::string& path) {
+  std::vector<std::string> found;
+  const fs::path p(path);
+  for (const auto& e : fs::directory_iterator(p.parent_path()))
+    if (e.path().filename().string().rfind(p.filename().string() + ".tmp", 0) == 0) found.push_back(e.path().string());
+  return found;
+}
 
 struct Mlp : torch::nn::Module {
   explicit Mlp(int64_t hidden = 16) {
@@ -91,7 +101,7 @@ TEST_F(CheckpointTest, RoundTripRestoresEverything) {
   c.host_rng_state = rng_state_string(host);
   c.metadata_json = R"({"model":"mlp","attention":{"mask":"fibo"}})";
   save_checkpoint(file("ck.pt"), c);
-  EXPECT_FALSE(fs::exists(file("ck.pt") + ".tmp." + std::to_string(::getpid())));
+  EXPECT_TRUE(temporaries_of(file("ck.pt")).empty());
   const auto torch_state = torch_cpu_rng_state();
 
   torch::manual_seed(123);  // a different init and generator position
@@ -210,16 +220,13 @@ TEST_F(CheckpointTest, FailedWriteLeavesTheOldFileIntact) {
   Mlp changed;
   c.model = &changed;
   c.epoch = 2;
-  // The temporary can't be created: a folder sits where it would go (works as root too).
-  const std::string temp = file("ck.pt") + ".tmp." + std::to_string(::getpid());
-  fs::create_directory(temp);
+  // The temporary can't be created: its folder does not exist (works as root too).
   try {
-    save_checkpoint(file("ck.pt"), c);
+    save_checkpoint(file("no_such_dir/ck.pt"), c);
     FAIL() << "expected RuntimeError";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("cannot create temporary file"), std::string::npos) << e.what();
   }
-  fs::remove(temp);
   // A crash between write and rename (the hook throws): the old file wins, no temporary remains.
   detail::set_before_rename_hook([](const std::string& t) {
     ASSERT_TRUE(fs::exists(t));
@@ -227,7 +234,7 @@ TEST_F(CheckpointTest, FailedWriteLeavesTheOldFileIntact) {
   });
   EXPECT_THROW(save_checkpoint(file("ck.pt"), c), std::runtime_error);
   detail::set_before_rename_hook({});
-  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_TRUE(temporaries_of(file("ck.pt")).empty());
   EXPECT_EQ(fs::file_size(file("ck.pt")), before);
   const LoadedCheckpoint old(file("ck.pt"));
   EXPECT_EQ(old.epoch(), 1);

@@ -1,5 +1,5 @@
 // End-to-end tests of the finetune loop on a tiny synthetic IDX dataset written here.
-#include "train/trainer.h"
+#include "train/finetune.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace sparsevit::train {
+namespace sparsevit::runtime {
 
 // Sets LibTorch's intra-op thread count (0: every core) and returns it, and makes every one of those threads flush denormal
 // floats to zero (torch.set_flush_denormal sets only the calling thread's FPU mode). Small
@@ -11,4 +11,4 @@ namespace sparsevit::train {
 // operation costs ~100 cycles: without this, epochs slow down several-fold as training goes on.
 int64_t configure_cpu_threads(int64_t threads);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::runtime

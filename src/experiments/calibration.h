@@ -8,7 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sparsevit::train {
+namespace sparsevit::experiments {
 
 struct CalibrateConfig {
   std::string resume;              // checkpoint of the (dense) model to calibrate from
@@ -36,4 +36,4 @@ struct CalibrateSummary {
 
 CalibrateSummary run_calibrate(const CalibrateConfig& config);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::experiments

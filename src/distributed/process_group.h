@@ -16,38 +16,13 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-namespace sparsevit::train::dist {
+#include "distributed/launch_environment.h"
 
-// Where this process sits in the job, from the launcher's environment.
-struct LaunchInfo {
-  int64_t rank = 0;
-  int64_t world_size = 1;
-  int64_t local_rank = 0;
-  int64_t local_world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int64_t master_port = 29500;
-  std::string launcher;  // "torchrun" (RANK/WORLD_SIZE), "mpirun" (OMPI_COMM_WORLD_*), "" (none)
-  // torchrun's agent already serves the TCPStore at MASTER_ADDR:MASTER_PORT
-  // (TORCHELASTIC_USE_AGENT_STORE=True): every rank connects as a client, under the key prefix
-  // /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, as PyTorch's env:// does.
-  bool agent_store = false;
-  int64_t restart_count = 0;
-  bool distributed() const { return world_size > 1; }
-};
-
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
-
-// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (torchrun and
-// scripts/launch), or else OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE (Open MPI's
-// mpirun; MASTER_ADDR / MASTER_PORT then default to 127.0.0.1:29500). Nothing set: a single
-// process (rank 0 of 1). UsageError on malformed or inconsistent values. `env` defaults to getenv.
-LaunchInfo launch_info_from_environment(const EnvLookup& env = {});
+namespace sparsevit::dist {
 
 struct InitOptions {
   std::string backend = "gloo";   // gloo | nccl
@@ -99,35 +74,4 @@ class ProcessGroup {
   std::string backend_;
 };
 
-// Averages gradients over the ranks the way DistributedDataParallel does: parameters are packed
-// (in reverse registration order, roughly the order backward produces them) into flat buckets
-// of at most bucket_bytes; each bucket is summed with one allreduce and divided by world_size.
-//
-// overlap = true: a hook on every parameter copies its gradient into its bucket as backward
-// produces it, and a full bucket's allreduce starts asynchronously right away (buckets start in
-// bucket order on every rank, so the ranks issue the collectives in the same order), overlapping
-// communication with the rest of backward. overlap = false: everything is packed and reduced
-// after backward. Either way finish(), called after backward and before the optimizer step,
-// waits and writes the averaged gradients into .grad. A parameter that got no gradient this
-// step counts as zero (and gets a zero .grad), as with find_unused_parameters.
-class GradientReducer {
- public:
-  GradientReducer(ProcessGroup& group, std::vector<at::Tensor> params, int64_t bucket_bytes, bool overlap);
-  ~GradientReducer();
-  GradientReducer(const GradientReducer&) = delete;
-  GradientReducer& operator=(const GradientReducer&) = delete;
-
-  void finish();
-
-  int64_t num_buckets() const;
-  // Bucket b's parameters, as indices into `params`.
-  std::vector<int64_t> bucket_params(int64_t b) const;
-  // How many buckets the last finish() found already started by the hooks (0 without overlap).
-  int64_t buckets_started_during_backward() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-}  // namespace sparsevit::train::dist
+}  // namespace sparsevit::dist

@@ -1,4 +1,4 @@
-#include "train/cpu_threads.h"
+#include "runtime/cpu_threads.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace sparsevit::train {
+namespace sparsevit::runtime {
 
 int64_t configure_cpu_threads(int64_t threads) {
   if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
@@ -17,4 +17,4 @@ int64_t configure_cpu_threads(int64_t threads) {
   return threads;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::runtime

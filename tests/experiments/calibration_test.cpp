@@ -1,5 +1,5 @@
 // `calibrate`: mean attention maps of a trained dense checkpoint -> .npy -> pruned patterns.
-#include "train/calibration.h"
+#include "experiments/calibration.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,10 +16,10 @@
 #include "support/synthetic_idx.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
-#include "train/trainer.h"
+#include "train/finetune.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::experiments {
 namespace {
 
 namespace fs = std::filesystem;
@@ -33,7 +33,7 @@ class CalibrationTest : public ::testing::Test {
     testing::write_synthetic_idx(root_ / "data", "train", 128, 1);
     testing::write_synthetic_idx(root_ / "data", "t10k", 32, 2);
     // One short epoch of a dense 28x28 / patch-4 model (N = 50): the checkpoint to calibrate.
-    TrainConfig c;
+    train::TrainConfig c;
     c.dataset = "mnist";
     c.data_path = (root_ / "data").string();
     c.model = "vit_nano_patch4_28";
@@ -43,7 +43,7 @@ class CalibrationTest : public ::testing::Test {
     c.lr = 1e-3;
     c.threads = 2;
     c.output_dir = (root_ / "dense").string();
-    run_finetune(c);
+    train::run_finetune(c);
     std::ofstream(root_ / "pruning.yaml") << "attention:\n  mask: pruning\n  mask_kwargs:\n    pruning_ratio: 0.9\n"
                                           << "    scores_file: " << (root_ / "scores.npy").string() << "\n";
   }
@@ -120,7 +120,7 @@ TEST_F(CalibrationTest, ExplicitOutputAndTheCalibratedConfigTrains) {
   ASSERT_TRUE(fs::exists(c.output));
   EXPECT_FALSE(fs::exists(c.output + ".tmp"));
   // The pruning config with these scores builds a model that trains and reports its ratio.
-  TrainConfig t;
+  train::TrainConfig t;
   t.dataset = "mnist";
   t.data_path = (root_ / "data").string();
   t.model = "vit_nano_patch4_28";
@@ -130,7 +130,7 @@ TEST_F(CalibrationTest, ExplicitOutputAndTheCalibratedConfigTrains) {
   t.batch_size = 32;
   t.max_train_samples = 64;
   t.threads = 2;
-  const TrainSummary s = run_finetune(t);
+  const train::TrainSummary s = train::run_finetune(t);
   EXPECT_NEAR(s.pruning_ratio, 0.9, 0.005);
 }
 
@@ -150,4 +150,4 @@ TEST_F(CalibrationTest, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train
+}  // namespace sparsevit::experiments

@@ -2,7 +2,7 @@
 // c10d::ProcessGroup; 2.x: from c10d::Backend (the ProcessGroup became a dispatcher). We hold the
 // concrete backend through that base and call only what both versions have: the constructors,
 // allreduce / broadcast / barrier and Work::wait.
-#include "train/distributed.h"
+#include "distributed/process_group.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -34,7 +34,7 @@
 
 #include "util/errors.h"
 
-namespace sparsevit::train::dist {
+namespace sparsevit::dist {
 
 namespace {
 
@@ -43,23 +43,6 @@ using BackendBase = c10d::Backend;
 #else
 using BackendBase = c10d::ProcessGroup;
 #endif
-
-std::optional<std::string> getenv_lookup(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
-
-int64_t parse_env_int(const std::string& name, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(value, &used);
-    if (used != value.size()) throw std::invalid_argument(value);
-    return v;
-  } catch (const std::exception&) {
-    throw UsageError("environment variable " + name + "='" + value + "' is not an integer");
-  }
-}
 
 // The first line of an exception's message, without LibTorch's backtrace or Gloo's
 // "[path/to/file.cc:123] " source location prefix.
@@ -97,47 +80,6 @@ std::string seconds_text(double s) {
 }
 
 }  // namespace
-
-LaunchInfo launch_info_from_environment(const EnvLookup& env_in) {
-  const EnvLookup env = env_in ? env_in : EnvLookup(getenv_lookup);
-  auto get_int = [&](const std::string& name) -> std::optional<int64_t> {
-    const auto v = env(name);
-    if (!v) return std::nullopt;
-    return parse_env_int(name, *v);
-  };
-  LaunchInfo info;
-  std::optional<int64_t> rank = get_int("RANK"), world = get_int("WORLD_SIZE");
-  std::optional<int64_t> local_rank = get_int("LOCAL_RANK"), local_world = get_int("LOCAL_WORLD_SIZE");
-  if (rank || world) {
-    if (!rank || !world) throw UsageError("the environment sets only one of RANK and WORLD_SIZE; a launcher sets both");
-    info.launcher = "torchrun";
-  } else if (env("OMPI_COMM_WORLD_SIZE")) {
-    rank = get_int("OMPI_COMM_WORLD_RANK");
-    world = get_int("OMPI_COMM_WORLD_SIZE");
-    local_rank = get_int("OMPI_COMM_WORLD_LOCAL_RANK");
-    local_world = get_int("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!rank) throw UsageError("OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not");
-    info.launcher = "mpirun";
-  } else {
-    return info;  // a single process
-  }
-  info.rank = *rank;
-  info.world_size = *world;
-  if (info.world_size < 1) throw UsageError("WORLD_SIZE must be >= 1, got " + std::to_string(info.world_size));
-  if (info.rank < 0 || info.rank >= info.world_size)
-    throw UsageError("RANK " + std::to_string(info.rank) + " is not in [0, WORLD_SIZE " + std::to_string(info.world_size) + ")");
-  info.local_rank = local_rank.value_or(info.rank);
-  info.local_world_size = local_world.value_or(1);
-  if (info.local_world_size < 1) throw UsageError("LOCAL_WORLD_SIZE must be >= 1");
-  info.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
-  if (info.agent_store) info.restart_count = get_int("TORCHELASTIC_RESTART_COUNT").value_or(0);
-  if (const auto addr = env("MASTER_ADDR")) info.master_addr = *addr;
-  if (const auto port = get_int("MASTER_PORT")) {
-    if (*port < 1 || *port > 65535) throw UsageError("MASTER_PORT must be in [1, 65535], got " + std::to_string(*port));
-    info.master_port = *port;
-  }
-  return info;
-}
 
 bool backend_available(const std::string& backend) {
   if (backend == "gloo") return true;
@@ -337,165 +279,4 @@ void ProcessGroup::broadcast(const std::vector<at::Tensor>& tensors, int64_t roo
 
 // ---- gradient reducer ----
 
-struct GradientReducer::Impl {
-  struct Slot {
-    int64_t bucket = 0, offset = 0, numel = 0;
-  };
-  struct Bucket {
-    std::vector<int64_t> params;
-    at::Tensor flat;
-    int64_t pending = 0;
-    int64_t handle = -1;
-  };
-
-  ProcessGroup& group;
-  std::vector<at::Tensor> params;
-  bool overlap;
-  std::vector<Slot> slots;
-  std::vector<Bucket> buckets;
-  std::vector<char> got;        // parameter's gradient arrived this step (overlap)
-  int64_t next_start = 0;       // buckets [0, next_start) are started this step
-  int64_t started_during_backward = 0;
-  std::vector<unsigned> hooks;
-  std::mutex mutex;
-
-  Impl(ProcessGroup& g, std::vector<at::Tensor> p, bool o) : group(g), params(std::move(p)), overlap(o) {}
-
-  at::Tensor slice(int64_t i) {
-    const Slot& s = slots[static_cast<std::size_t>(i)];
-    return buckets[static_cast<std::size_t>(s.bucket)].flat.narrow(0, s.offset, s.numel).view(params[static_cast<std::size_t>(i)].sizes());
-  }
-
-  void pack(int64_t i, const at::Tensor& grad) {
-    at::NoGradGuard no_grad;
-    at::Tensor target = slice(i);
-    if (grad.defined()) {
-      target.copy_(grad);
-    } else {
-      target.zero_();
-    }
-  }
-
-  void start_ready() {
-    while (next_start < static_cast<int64_t>(buckets.size()) && buckets[static_cast<std::size_t>(next_start)].pending == 0) {
-      Bucket& b = buckets[static_cast<std::size_t>(next_start++)];
-      b.handle = group.allreduce_sum_async(b.flat);
-    }
-  }
-
-  void on_grad(int64_t i, const at::Tensor& grad) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (got[static_cast<std::size_t>(i)])
-      group.fail("gradient averaging", "parameter " + std::to_string(i) +
-                 " received two gradients in one backward pass (call finish() after every backward)");
-    got[static_cast<std::size_t>(i)] = 1;
-    pack(i, grad);
-    --buckets[static_cast<std::size_t>(slots[static_cast<std::size_t>(i)].bucket)].pending;
-    start_ready();
-  }
-
-  void reset() {
-    std::fill(got.begin(), got.end(), 0);
-    for (Bucket& b : buckets) {
-      b.pending = static_cast<int64_t>(b.params.size());
-      b.handle = -1;
-    }
-    next_start = 0;
-  }
-};
-
-GradientReducer::GradientReducer(ProcessGroup& group, std::vector<at::Tensor> params, int64_t bucket_bytes, bool overlap)
-    : impl_(std::make_unique<Impl>(group, std::move(params), overlap)) {
-  Impl& m = *impl_;
-  if (bucket_bytes < 1) throw UsageError("the gradient bucket size must be > 0 bytes");
-  m.slots.resize(m.params.size());
-  m.got.assign(m.params.size(), 0);
-  // Reverse registration order: backward produces the last layers' gradients first.
-  int64_t bucket_used = 0;
-  for (int64_t i = static_cast<int64_t>(m.params.size()) - 1; i >= 0; --i) {
-    const at::Tensor& p = m.params[static_cast<std::size_t>(i)];
-    if (!p.requires_grad()) throw UsageError("GradientReducer: parameter " + std::to_string(i) + " does not require grad");
-    const int64_t bytes = static_cast<int64_t>(p.nbytes());
-    bool fresh = m.buckets.empty();
-    if (!fresh) {
-      const at::Tensor& first = m.params[static_cast<std::size_t>(m.buckets.back().params.front())];
-      fresh = first.scalar_type() != p.scalar_type() || first.device() != p.device() || bucket_used + bytes > bucket_bytes;
-    }
-    if (fresh) {
-      m.buckets.emplace_back();
-      bucket_used = 0;
-    }
-    m.buckets.back().params.push_back(i);
-    bucket_used += bytes;
-  }
-  for (std::size_t b = 0; b < m.buckets.size(); ++b) {
-    Impl::Bucket& bucket = m.buckets[b];
-    int64_t offset = 0;
-    for (int64_t i : bucket.params) {
-      const int64_t n = m.params[static_cast<std::size_t>(i)].numel();
-      m.slots[static_cast<std::size_t>(i)] = {static_cast<int64_t>(b), offset, n};
-      offset += n;
-    }
-    const at::Tensor& first = m.params[static_cast<std::size_t>(bucket.params.front())];
-    bucket.flat = at::zeros({offset}, first.options().requires_grad(false));
-  }
-  m.reset();
-  if (m.overlap) {
-    Impl* raw = impl_.get();
-    for (std::size_t i = 0; i < m.params.size(); ++i) {
-      const int64_t index = static_cast<int64_t>(i);
-      m.hooks.push_back(m.params[i].register_hook([raw, index](const at::Tensor& grad) { raw->on_grad(index, grad); }));
-    }
-  }
-}
-
-GradientReducer::~GradientReducer() {
-  for (std::size_t i = 0; i < impl_->hooks.size(); ++i) {
-    try {
-      impl_->params[i].remove_hook(impl_->hooks[i]);
-    } catch (...) {
-    }
-  }
-}
-
-int64_t GradientReducer::num_buckets() const { return static_cast<int64_t>(impl_->buckets.size()); }
-
-std::vector<int64_t> GradientReducer::bucket_params(int64_t b) const {
-  return impl_->buckets.at(static_cast<std::size_t>(b)).params;
-}
-
-int64_t GradientReducer::buckets_started_during_backward() const { return impl_->started_during_backward; }
-
-void GradientReducer::finish() {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mutex);
-  struct ResetOnExit {
-    Impl& m;
-    ~ResetOnExit() { m.reset(); }
-  } reset_on_exit{m};
-  m.started_during_backward = m.overlap ? m.next_start : 0;
-  for (std::size_t i = 0; i < m.params.size(); ++i) {
-    if (m.overlap && m.got[i]) continue;
-    // Without overlap every gradient is packed here; with it, only those backward never produced.
-    m.pack(static_cast<int64_t>(i), m.params[i].grad());
-    --m.buckets[static_cast<std::size_t>(m.slots[i].bucket)].pending;
-  }
-  m.start_ready();
-  const double world = static_cast<double>(m.group.world_size());
-  at::NoGradGuard no_grad;
-  for (Impl::Bucket& b : m.buckets) {
-    m.group.wait(b.handle);
-    b.flat.div_(world);
-  }
-  for (std::size_t i = 0; i < m.params.size(); ++i) {
-    at::Tensor averaged = m.slice(static_cast<int64_t>(i));
-    at::Tensor& grad = m.params[i].mutable_grad();
-    if (grad.defined()) {
-      grad.copy_(averaged);
-    } else {
-      grad = averaged.clone();
-    }
-  }
-}
-
-}  // namespace sparsevit::train::dist
+}  // namespace sparsevit::dist

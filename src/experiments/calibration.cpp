@@ -1,4 +1,4 @@
-#include "train/calibration.h"
+#include "experiments/calibration.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -17,13 +17,13 @@
 #include "data/transforms.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
-#include "train/cpu_threads.h"
+#include "runtime/cpu_threads.h"
 #include "train/checkpoint_model.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
 #include "util/npy_file.h"
 
-namespace sparsevit::train {
+namespace sparsevit::experiments {
 
 nlohmann::json CalibrateSummary::to_json() const {
   return {{"output", output},   {"samples", samples},           {"layers", layers},
@@ -44,7 +44,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   if (c.split != "train" && c.split != "test") throw UsageError("--split must be train or test, got '" + c.split + "'");
   if (c.batch_size < 1) throw UsageError("--batch_size must be >= 1");
   if (c.max_samples < 0) throw UsageError("--max_samples must be >= 0");
-  configure_cpu_threads(c.threads);
+  runtime::configure_cpu_threads(c.threads);
 
   // The config the scores are for: checked before any work.
   config::AttentionSpec target = config::load_attention_spec(c.attn_cfg);
@@ -58,8 +58,8 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
     output = target.mask_kwargs.values().at("scores_file").items.at(0);
   }
 
-  const LoadedCheckpoint ckpt(c.resume);
-  auto model = load_checkpoint_model(ckpt);
+  const train::LoadedCheckpoint ckpt(c.resume);
+  auto model = train::load_checkpoint_model(ckpt);
   const models::VitConfig& vc = model->config();
   if (vc.attention.has_mask())
     spdlog::warn("{} was trained with mask '{}': its attention maps are zero outside that pattern", c.resume,
@@ -69,7 +69,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
   options.seed = static_cast<uint64_t>(c.seed);
-  const auto loader = model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
+  const auto loader = train::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
 
   // Sum of the probabilities in float64 (many small terms), one [H, N, N] per layer.
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens();
@@ -77,7 +77,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   for (int64_t l = 0; l < L; ++l) sums.push_back(at::zeros({H, N, N}, at::kDouble));
   torch::NoGradGuard no_grad;
   model->eval();
-  ProgressBar bar("Calibrate", loader->num_batches(), c.batch_size, std::cout, stdout_is_tty());
+  train::ProgressBar bar("Calibrate", loader->num_batches(), c.batch_size, std::cout, train::stdout_is_tty());
   int64_t seen = 0, done = 0;
   data::Batch batch;
   while (loader->next(batch)) {
@@ -112,4 +112,4 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   return s;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::experiments

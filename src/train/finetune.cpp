@@ -1,0 +1,287 @@
+#include "train/finetune.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/attention_report.h"
+#include "config/attention_spec.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "data/transforms.h"
+#include "models/model_registry.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_model.h"
+#include "train/engine.h"
+#include "train/losses.h"
+#include "train/metrics_log.h"
+#include "train/mixup.h"
+#include "util/atomic_file.h"
+#include "util/errors.h"
+
+namespace sparsevit::train {
+
+nlohmann::json TrainSummary::to_json() const {
+  nlohmann::json j = {{"test_acc1", test_acc1},
+                      {"test_acc5", test_acc5},
+                      {"test_loss", test_loss},
+                      {"attention_gflops", attention_gflops},
+                      {"attention_gflops_paid", attention_gflops_paid},
+                      {"attention_gflops_patch", attention_gflops_patch},
+                      {"pruning_ratio", pruning_ratio},
+                      {"density", density},
+                      {"params", params},
+                      {"epochs", epochs_run}};
+  if (ema_acc1 >= 0) j["ema_acc1"] = ema_acc1;
+  return j;
+}
+
+std::string TrainSummary::to_text() const {
+  const bool scheduled = std::abs(attention_gflops_paid - attention_gflops) > 1e-9 * std::max(1.0, attention_gflops);
+  return fmt::format(
+      "top-1 accuracy {:.2f}%{} | attention GFLOPs {:.6f} (patch pairs only {:.6f}){} | pruning ratio {:.4f} | "
+      "density {:.4f} | {:.3f}M params",
+      test_acc1, ema_acc1 >= 0 ? fmt::format(" (EMA {:.2f}%)", ema_acc1) : std::string(), attention_gflops,
+      attention_gflops_patch, scheduled ? fmt::format(", {:.6f} paid on average during training", attention_gflops_paid) : "",
+      pruning_ratio, density, params / 1e6);
+}
+
+namespace {
+
+// The attention YAML is read once: its text travels in the checkpoint and is what is parsed.
+std::string read_attention_yaml(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot read attention config '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The model and attention a checkpoint was trained with override the flags, so that
+// `sparsevit eval --resume ckpt` rebuilds exactly that model.
+void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
+                            const LoadedCheckpoint& ckpt) {
+  const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
+  if (!m) return;
+  if (m->model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m->model, c.model);
+  c.model = m->model;
+  if (m->nb_classes > 0) c.nb_classes = m->nb_classes;
+  attention_yaml = m->attention_yaml;
+  c.attn_set = m->attention_overrides;
+  spec = m->attention;
+}
+
+// Supervised classification: soft-target cross-entropy under Mixup/CutMix, label smoothing, or
+// plain cross-entropy (MAE's main_finetune criterion choice).
+class ClassificationTask : public TrainTask {
+ public:
+  ClassificationTask(models::VisionTransformer& model, Mixup& mixup, double smoothing)
+      : model_(model), mixup_(mixup), smoothing_(smoothing) {}
+
+  at::Tensor loss(const data::Batch& batch, std::mt19937_64& host_rng) override {
+    if (mixup_.enabled()) {
+      auto [images, targets] = mixup_.apply(batch.images, batch.labels, host_rng);
+      return soft_target_cross_entropy(model_.forward(images), targets);
+    }
+    if (smoothing_ > 0) return label_smoothing_cross_entropy(model_.forward(batch.images), batch.labels, smoothing_);
+    return at::cross_entropy_loss(model_.forward(batch.images), batch.labels);
+  }
+  void set_progress(double progress) override { model_.set_training_progress(progress); }
+  double attention_gflops_now() const override { return model_.attention_gflops_now(); }
+
+ private:
+  models::VisionTransformer& model_;
+  Mixup& mixup_;
+  double smoothing_;
+};
+
+}  // namespace
+
+TrainSummary run_finetune(const TrainConfig& raw) {
+  TrainConfig c = resolve(raw);
+  ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
+  const int64_t rank = process.rank(), world = process.world_size();
+  if (world > 1) spdlog::info("data parallel: {} per-process batch = {} global", c.batch_size, c.batch_size * world);
+
+  // Attention: the YAML text travels in the checkpoint so a run can be rebuilt exactly.
+  std::string attention_yaml = c.attn_cfg.empty() ? config::default_attention_yaml() : read_attention_yaml(c.attn_cfg);
+  config::AttentionSpec spec = c.attn_cfg.empty() ? config::default_attention_spec()
+                                                  : config::parse_attention_spec(attention_yaml, c.attn_cfg);
+  config::apply_mask_kwarg_overrides(spec, c.attn_set);
+  std::optional<LoadedCheckpoint> ckpt;
+  if (!c.resume.empty()) {
+    ckpt.emplace(c.resume);
+    adopt_checkpoint_model(c, spec, attention_yaml, *ckpt);
+  }
+
+  // Data.
+  if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
+  if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
+  auto eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
+  std::shared_ptr<const data::Dataset> train_set;
+  if (!c.eval) train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
+  if (c.nb_classes <= 0) c.nb_classes = eval_set->num_classes();
+
+  // Model.
+  models::ModelOptions options;
+  options.num_classes = c.nb_classes;
+  options.drop_path_rate = c.drop_path;
+  options.attention = spec;
+  auto model = models::create_model(c.model, options);
+  const models::VitConfig& vc = model->config();
+  data::TransformConfig tc = data::transform_config_for(c.dataset, vc.img_size, vc.in_chans);
+  tc.train_crop = c.train_crop;
+  tc.color_jitter = c.color_jitter;
+  tc.auto_augment = c.aa;
+  data::validate(tc);
+
+  data::LoaderOptions eval_options;
+  eval_options.batch_size = c.batch_size;
+  eval_options.num_workers = c.num_workers;
+  eval_options.seed = static_cast<uint64_t>(c.seed);
+  eval_options.rank = rank;
+  eval_options.world_size = world;
+  eval_options.even_shards = false;  // every test sample exactly once over the ranks
+  data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
+
+  // Attention cost of this model, from the patterns its kernels run (at the end of any schedule).
+  const analysis::AttentionShape shape{static_cast<int32_t>(vc.num_tokens()), static_cast<int32_t>(vc.num_heads),
+                                       static_cast<int32_t>(vc.depth), static_cast<int32_t>(vc.embed_dim / vc.num_heads), 1};
+  const analysis::AttentionReport report = analysis::attention_report(spec, shape, model->layer_patterns());
+  TrainSummary summary;
+  summary.attention_gflops = report.attention_gflops;
+  summary.attention_gflops_paid = report.attention_gflops;
+  summary.attention_gflops_patch = report.attention_gflops_patch;
+  summary.pruning_ratio = report.pruning_ratio;
+  summary.density = report.density;
+  summary.rank = rank;
+  summary.world_size = world;
+  for (const auto& p : model->parameters()) summary.params += p.numel();
+  spdlog::info("model {} ({:.2f}M params, {} tokens, attention {} kernel {}): pruning ratio {:.4f}, attention GFLOPs {:.4f}",
+               c.model, summary.params / 1e6, vc.num_tokens(), spec.has_mask() ? spec.mask : "dense",
+               model->blocks().front()->attn().kernel_name(), report.pruning_ratio, report.attention_gflops);
+  spdlog::info("data {}: {} train / {} eval samples, {} classes, {} threads", c.dataset,
+               train_set ? train_set->size() : 0, eval_set->size(), c.nb_classes, process.threads());
+  auto forward = [&model](const at::Tensor& images) { return model->forward(images); };
+
+  if (c.eval) {
+    ckpt->load_model(*model);
+    model->set_training_progress(1.0);
+    const ClassifierMetrics r = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, 0, process);
+    summary.test_acc1 = r.acc1;
+    summary.test_acc5 = r.acc5;
+    summary.test_loss = r.loss;
+    return summary;
+  }
+
+  // Optimisation. MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
+  OptimizationOptions opt;
+  opt.lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * c.accum_iter * world);
+  opt.min_lr = c.min_lr;
+  opt.warmup_epochs = c.warmup_epochs;
+  opt.weight_decay = c.weight_decay;
+  opt.opt_eps = c.opt_eps;
+  opt.clip_grad = c.clip_grad;
+  opt.accum_iter = c.accum_iter;
+  opt.model_ema = c.model_ema;
+  opt.model_ema_decay = c.model_ema_decay;
+  opt.epochs = c.epochs;
+  opt.dist_bucket_mb = c.dist_bucket_mb;
+  opt.dist_no_overlap = c.dist_no_overlap;
+  opt.host_seed = static_cast<uint64_t>(c.seed);
+  opt.print_freq = c.print_freq;
+  MixupConfig mixup_config;
+  mixup_config.mixup_alpha = c.mixup;
+  mixup_config.cutmix_alpha = c.cutmix;
+  mixup_config.prob = c.mixup_prob;
+  mixup_config.switch_prob = c.mixup_switch_prob;
+  mixup_config.label_smoothing = c.smoothing;
+  mixup_config.num_classes = c.nb_classes;
+  Mixup mixup(mixup_config);
+
+  data::LoaderOptions train_options;
+  train_options.batch_size = c.batch_size;
+  train_options.shuffle = true;
+  train_options.drop_last = mixup.enabled();  // mixup pairs the batch with its reverse
+  train_options.num_workers = c.num_workers;
+  train_options.seed = static_cast<uint64_t>(c.seed);
+  train_options.rank = rank;
+  train_options.world_size = world;
+  data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
+  if (train_loader.num_batches() == 0) throw UsageError("the training set has fewer samples than one batch");
+
+  TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
+  ClassificationTask task(*model, mixup, c.smoothing);
+  const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
+
+  const nlohmann::json metadata = {{"model", c.model},
+                                   {"nb_classes", c.nb_classes},
+                                   {"attention_yaml", attention_yaml},
+                                   {"attention_source", spec.source},
+                                   {"attention_overrides", c.attn_set},
+                                   {"world_size", world},
+                                   {"config", config_to_json(c)}};
+  std::optional<MetricsLog> metrics;
+  if (!c.output_dir.empty() && process.main_rank()) {
+    std::filesystem::create_directories(c.output_dir);
+    write_file_atomically(c.output_dir + "/config.json", config_to_json(c).dump(2) + "\n");
+    write_file_atomically(c.output_dir + "/attention.yaml", attention_yaml);
+  }
+  if (!c.log_dir.empty() && process.main_rank()) {
+    std::filesystem::create_directories(c.log_dir);
+    metrics.emplace(c.log_dir + "/metrics.jsonl");
+  }
+
+  ClassifierMetrics last;
+  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const EpochStats train = train_one_epoch(task, state, train_loader, epoch, process);
+    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process);
+    double ema_acc1 = -1;
+    if (ModelEma* ema = state.ema()) {
+      EmaWeightsScope scope(*ema, *model);
+      ema_acc1 = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process).acc1;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    nlohmann::json record = {{"epoch", epoch},          {"train_loss", train.loss},
+                             {"test_loss", last.loss},  {"test_acc1", last.acc1},
+                             {"test_acc5", last.acc5},  {"lr", train.lr},
+                             {"epoch_seconds", seconds}};
+    record["train_images_per_second"] = train.train_seconds > 0 ? train.images / train.train_seconds : 0.0;  // all ranks
+    record["attention_gflops"] = train.attention_gflops;
+    if (world > 1) record["world_size"] = world;
+    if (state.ema()) record["test_acc1_ema"] = ema_acc1;
+    process.out() << fmt::format("Epoch {}/{}: train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}  ({:.1f} s)",
+                                 epoch + 1, c.epochs, train.loss, last.loss, last.acc1, last.acc5,
+                                 state.ema() ? fmt::format("  ema acc@1 {:.2f}", ema_acc1) : std::string(), seconds)
+                  << std::endl;
+    if (metrics) metrics->append(record);
+    if (!c.output_dir.empty() && process.main_rank()) {
+      state.save_checkpoint(c.output_dir + "/checkpoint.pt", epoch, metadata);
+      if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
+        state.save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch, metadata);
+    }
+    summary.ema_acc1 = ema_acc1;
+    summary.epochs_run++;
+  }
+  if (summary.epochs_run == 0) {
+    model->set_training_progress(1.0);
+    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process);
+  }
+  if (state.attention_gflops_paid() > 0) summary.attention_gflops_paid = state.attention_gflops_paid();
+  summary.test_acc1 = last.acc1;
+  summary.test_acc5 = last.acc5;
+  summary.test_loss = last.loss;
+  return summary;
+}
+
+}  // namespace sparsevit::train

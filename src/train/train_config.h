@@ -1,0 +1,156 @@
+// The training configuration and its one list of fields. `for_each_field` is the only place a
+// field is named: the CLI flags (both spellings), the `--config` YAML keys, `config.json`, the
+// sweep's recipe and the range checks are all generated from it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace sparsevit::train {
+
+struct TrainConfig {
+  // data
+  std::string dataset = "fashion_mnist";
+  std::string data_path;            // default: the dataset's standard location
+  int64_t nb_classes = 0;           // 0: from the dataset
+  int64_t max_train_samples = 0;    // 0: all
+  int64_t max_eval_samples = 0;
+  int64_t num_workers = 2;
+  // model
+  std::string model = "vit_nano_patch2_28";
+  std::string attn_cfg;             // "" : the built-in Fibottention default
+  std::vector<std::string> attn_set;  // NAME=VALUE mask kwarg overrides
+  double drop_path = 0.1;
+  // optimisation (DeiT recipe)
+  int64_t epochs = 3;
+  int64_t batch_size = 64;
+  int64_t accum_iter = 1;           // optimizer step every accum_iter batches (MAE)
+  double blr = 1e-3;                // lr = blr * batch_size * accum_iter * world / 256 unless lr is set
+  double lr = 0;                    // 0: from blr
+  double min_lr = 1e-6;
+  double warmup_epochs = 1;
+  double weight_decay = 0.05;
+  double opt_eps = 1e-6;
+  double clip_grad = 0;             // 0: no clipping
+  double smoothing = 0.1;
+  // augmentation
+  double mixup = 0;
+  double cutmix = 0;
+  double mixup_prob = 1.0;
+  double mixup_switch_prob = 0.5;
+  std::string aa = "";              // RandAugment string, e.g. rand-m9-mstd0.5-inc1 ("" or "none": off)
+  double color_jitter = 0.0;
+  std::string train_crop = "pad";   // pad | rrc | none
+  // EMA
+  bool model_ema = false;
+  double model_ema_decay = 0.9999;
+  // run
+  std::string output_dir;           // "" : nothing written
+  std::string log_dir;              // metrics.jsonl location (default: output_dir)
+  std::string resume;               // checkpoint to resume from (or to evaluate with --eval)
+  int64_t save_ckpt_freq = 0;       // also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)
+  int64_t start_epoch = 0;
+  bool eval = false;
+  int64_t seed = 0;
+  int64_t threads = 0;              // 0: every core (shared among the processes on this machine)
+  int64_t print_freq = 0;           // 0: progress bar decides
+  // data parallelism (processes started by torchrun / mpirun / scripts/launch, found through
+  // RANK, WORLD_SIZE, MASTER_ADDR, ...; see distributed/). batch_size is per process.
+  std::string dist_backend = "gloo";  // gloo | nccl
+  std::string dist_url = "env://";    // env:// | tcp://HOST:PORT | file:///PATH
+  double dist_timeout = 1800;         // seconds: rendezvous and every collective
+  double dist_bucket_mb = 25;         // gradient allreduce bucket size
+  bool dist_no_overlap = false;       // reduce gradients after backward instead of during it
+};
+
+// recipe: what every run of an experiment shares (finetune and sweep take these);
+// run: what one run has of its own (attention config, output, resume, seed, distribution).
+enum class FieldGroup { recipe, run };
+
+// A field's name (flag, YAML key and JSON key), help text and allowed values.
+struct FieldInfo {
+  const char* name;
+  const char* help;
+  FieldGroup group = FieldGroup::recipe;
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_inclusive = true, max_inclusive = true;
+  std::vector<std::string> choices;  // for strings; empty: any text
+};
+
+namespace field {
+FieldInfo any(const char* name, const char* help, FieldGroup group = FieldGroup::recipe);
+FieldInfo positive(const char* name, const char* help, FieldGroup group = FieldGroup::recipe);
+FieldInfo non_negative(const char* name, const char* help, FieldGroup group = FieldGroup::recipe);
+FieldInfo at_least_one(const char* name, const char* help, FieldGroup group = FieldGroup::recipe);
+FieldInfo unit_interval(const char* name, const char* help, bool max_inclusive);  // [0, 1] or [0, 1)
+FieldInfo one_of(const char* name, const char* help, std::vector<std::string> choices,
+                 FieldGroup group = FieldGroup::recipe);
+}  // namespace field
+
+// Calls visit(value, FieldInfo) for every field, in the order of --help and config.json.
+// Config is TrainConfig or const TrainConfig.
+template <class Config, class Visitor>
+void for_each_field(Config& c, Visitor&& visit) {
+  using namespace field;
+  constexpr FieldGroup run = FieldGroup::run;
+  visit(c.dataset, any("dataset", "fashion_mnist | mnist | cifar10 | cifar100 | image_folder"));
+  visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location)"));
+  visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)"));
+  visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (0: all)"));
+  visit(c.max_eval_samples, non_negative("max_eval_samples", "use only the first N evaluation samples (0: all)"));
+  visit(c.num_workers, non_negative("num_workers", "data loading threads"));
+  visit(c.model, any("model", "model name (timm naming, e.g. vit_tiny_patch2_28)"));
+  visit(c.attn_cfg, any("attn_cfg", "attention config YAML (default: built-in Fibottention)", run));
+  visit(c.attn_set, any("attn_set", "override a mask kwarg: NAME=VALUE (repeatable)"));
+  visit(c.drop_path, unit_interval("drop_path", "stochastic depth rate", false));
+  visit(c.epochs, non_negative("epochs", "training epochs"));
+  visit(c.batch_size, positive("batch_size", "batch size per process (global batch: batch_size * accum_iter * world size)"));
+  visit(c.accum_iter, at_least_one("accum_iter", "accumulate gradients over N batches per optimizer step"));
+  visit(c.blr, positive("blr", "base learning rate: lr = blr * batch_size * accum_iter * world_size / 256"));
+  visit(c.lr, non_negative("lr", "absolute learning rate (overrides blr)"));
+  visit(c.min_lr, non_negative("min_lr", "lower bound of the cosine schedule"));
+  visit(c.warmup_epochs, non_negative("warmup_epochs", "linear warm-up epochs"));
+  visit(c.weight_decay, non_negative("weight_decay", "AdamW weight decay"));
+  visit(c.opt_eps, positive("opt_eps", "AdamW epsilon"));
+  visit(c.clip_grad, non_negative("clip_grad", "clip the gradient norm (0: off)"));
+  visit(c.smoothing, unit_interval("smoothing", "label smoothing", false));
+  visit(c.mixup, non_negative("mixup", "mixup alpha (0: off)"));
+  visit(c.cutmix, non_negative("cutmix", "cutmix alpha (0: off)"));
+  visit(c.mixup_prob, unit_interval("mixup_prob", "probability of applying mixup or cutmix to a batch", true));
+  visit(c.mixup_switch_prob,
+        unit_interval("mixup_switch_prob", "probability of cutmix instead of mixup when both are on", true));
+  visit(c.aa, any("aa", "RandAugment policy, timm syntax (e.g. rand-m9-mstd0.5-inc1; empty or none: off)"));
+  visit(c.color_jitter, non_negative("color_jitter", "colour jitter strength (0: off)"));
+  visit(c.train_crop, one_of("train_crop", "pad (random crop with padding) | rrc (RandomResizedCrop) | none (flip only)",
+                             {"pad", "rrc", "none"}));
+  visit(c.model_ema, any("model_ema", "keep an EMA of the weights and evaluate it too"));
+  visit(c.model_ema_decay, unit_interval("model_ema_decay", "EMA decay", false));
+  visit(c.output_dir, any("output_dir", "where checkpoints, metrics.jsonl and the resolved config go", run));
+  visit(c.log_dir, any("log_dir", "where metrics.jsonl goes (default: output_dir)", run));
+  visit(c.resume, any("resume", "checkpoint to resume from", run));
+  visit(c.save_ckpt_freq,
+        non_negative("save_ckpt_freq", "also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)", run));
+  visit(c.start_epoch, non_negative("start_epoch", "first epoch (when resuming an old checkpoint)", run));
+  visit(c.eval, any("eval", "only evaluate (with --resume)", run));
+  visit(c.seed, any("seed", "random seed", run));
+  visit(c.threads, non_negative("threads", "CPU threads for LibTorch (0: every core)"));
+  visit(c.print_freq, non_negative("print_freq", "progress lines per epoch when not on a terminal (0: auto)"));
+  visit(c.dist_backend, one_of("dist_backend", "distributed backend: gloo (CPU) | nccl (LibTorch CUDA builds)",
+                               {"gloo", "nccl"}, run));
+  visit(c.dist_url, any("dist_url", "rendezvous: env:// (MASTER_ADDR:MASTER_PORT) | tcp://HOST:PORT | file:///PATH", run));
+  visit(c.dist_timeout, positive("dist_timeout", "seconds a rendezvous or collective may wait for the other processes", run));
+  visit(c.dist_bucket_mb, positive("dist_bucket_mb", "gradient allreduce bucket size in MB", run));
+  visit(c.dist_no_overlap, any("dist_no_overlap", "average gradients after backward instead of overlapping with it", run));
+}
+
+// Checks every field against its FieldInfo and the fields against each other, and fills
+// derived defaults (aa "none" -> "", log_dir); throws UsageError "--NAME must be ...".
+TrainConfig resolve(TrainConfig config);
+nlohmann::json config_to_json(const TrainConfig& config);
+
+}  // namespace sparsevit::train
