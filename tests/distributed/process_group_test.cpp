@@ -216,7 +216,48 @@ TEST_F(ThreadRanks, GradientReducerAveragesLikeOneBigBatch) {
           if (p.grad().defined()) p.mutable_grad().zero_();
         torch::nn::functional::cross_entropy(net->forward(mine), labels).backward();
         reducer.finish();
-        if (overlap) EXPECT_GT(reducer.buckets_started_during_backward(), 0);
+        if (overlap) {
+          EXPECT_GT(reducer.buckets_started_during_backward(), 0);
+        }
+        const auto params = net->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          ASSERT_TRUE(params[i].grad().defined()) << i;
+          EXPECT_TRUE(at::allclose(params[i].grad(), expected[i], 1e-5, 1e-6))
+              << "parameter " << i << " step " << step << " rank " << pg.rank();
+        }
+      }
+    });
+  }
+}
+
+TEST_F(ThreadRanks, GradientAccumulationReducesOnlyTheLastMicroBatch) {
+  // --accum_iter 2: each rank runs two micro-batches of 2 (loss / 2 each) with the reducer's sync
+  // off for the first; the synced backward reduces the accumulated sum. The result is the
+  // gradient of the mean loss over all 8 samples, for overlapped and post-backward reduction.
+  torch::manual_seed(11);
+  TinyNet init;
+  const at::Tensor x = torch::randn({8, 6}), y = torch::randint(0, 3, {8});
+  const std::vector<at::Tensor> expected = reference_grads(init, x, y);
+  for (const bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlap" : "after backward");
+    run(2, [&](ProcessGroup& pg) {
+      TinyNet net;
+      {
+        torch::NoGradGuard no_grad;
+        auto src = init->parameters(), dst = net->parameters();
+        for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+      }
+      GradientReducer reducer(pg, net->parameters(), 256, overlap);
+      for (int step = 0; step < 2; ++step) {
+        for (auto& p : net->parameters())
+          if (p.grad().defined()) p.mutable_grad().zero_();
+        for (int micro = 0; micro < 2; ++micro) {
+          reducer.set_sync(micro == 1);
+          const int64_t start = pg.rank() * 4 + micro * 2;
+          (torch::nn::functional::cross_entropy(net->forward(x.narrow(0, start, 2)), y.narrow(0, start, 2)) / 2.0)
+              .backward();
+        }
+        reducer.finish();
         const auto params = net->parameters();
         for (std::size_t i = 0; i < params.size(); ++i) {
           ASSERT_TRUE(params[i].grad().defined()) << i;

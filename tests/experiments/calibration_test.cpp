@@ -93,8 +93,8 @@ TEST_F(CalibrationTest, WritesTheMeanAttentionMapsAndPrunesToTheTarget) {
 
   // Layer 2's scores against softmax(q k^T / sqrt(d)) computed here from the checkpoint's
   // qkv weights on the same 40 images, in float64.
-  const LoadedCheckpoint ckpt(config().resume);
-  auto model = load_checkpoint_model(ckpt);
+  const train::LoadedCheckpoint ckpt(config().resume);
+  auto model = train::load_checkpoint_model(ckpt);
   model->eval();
   torch::NoGradGuard no_grad;
   auto set = data::max_samples(data::make_dataset("mnist", (root_ / "data").string(), true), 40);

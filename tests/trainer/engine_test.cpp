@@ -1,0 +1,183 @@
+// The training engine's contracts: scheduled budgets advance every iteration and the cost a run
+// paid is reported, the EMA starts from the weights training resumes from, gradient
+// accumulation equals one large batch, the attention YAML is read once.
+#include "train/engine.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "config/attention_spec.h"
+#include "models/model_registry.h"
+#include "models/vision_transformer.h"
+#include "support/synthetic_idx.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_model.h"
+#include "train/finetune.h"
+#include "util/errors.h"
+
+namespace sparsevit::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("sparsevit_engine_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "data");
+    testing::write_synthetic_idx(root_ / "data", "train", 256, 1);
+    testing::write_synthetic_idx(root_ / "data", "t10k", 64, 2);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  TrainConfig config(const std::string& out) const {
+    TrainConfig c;
+    c.dataset = "mnist";
+    c.data_path = (root_ / "data").string();
+    c.model = "vit_nano_patch4_28";
+    c.epochs = 2;
+    c.batch_size = 32;
+    c.lr = 3e-3;
+    c.warmup_epochs = 0.5;
+    c.drop_path = 0.0;
+    c.num_workers = 1;
+    c.threads = 2;
+    c.output_dir = out.empty() ? "" : (root_ / out).string();
+    return c;
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path p = root_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  std::vector<nlohmann::json> metrics(const std::string& run) const {
+    std::vector<nlohmann::json> records;
+    std::ifstream in(root_ / run / "metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
+    return records;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(EngineTest, ScheduledTopkTrainsAtTheScheduledK) {
+  // k goes 50 -> 2 over the run (N = 50): the trainer must advance it every iteration, so the
+  // cost paid on average lies strictly between the costs at k_start and k_end, and the second
+  // epoch pays less than the first. A k stuck at k_start pays the k_start cost throughout.
+  TrainConfig c = config("topk");
+  c.attn_cfg = write("topk.yaml", "attention:\n  backend: vit\n  mask: topk\n  mask_kwargs: {k_start: 50, k_end: 2}\n");
+  const TrainSummary s = run_finetune(c);
+  const double n = 50, d = 16, heads = 4, layers = 6;  // vit_nano_patch4_28
+  auto cost = [&](double k) { return layers * heads * (d * n * n + d * n * k) / 1e9; };
+  EXPECT_NEAR(s.attention_gflops, cost(2), 1e-12);  // the final budget
+  EXPECT_LT(s.attention_gflops_paid, cost(50) - 1e-9);
+  EXPECT_GT(s.attention_gflops_paid, cost(2) + 1e-9);
+  // Linear schedule over 16 iterations: the mean k is about (50 + 2) / 2.
+  EXPECT_NEAR(s.attention_gflops_paid, cost(26), cost(50) - cost(46));
+  const auto epochs = metrics("topk");
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_GT(epochs[0]["attention_gflops"].get<double>(), epochs[1]["attention_gflops"].get<double>());
+  EXPECT_EQ(s.to_json()["attention_gflops_paid"].get<double>(), s.attention_gflops_paid);
+  EXPECT_NE(s.to_text().find("paid on average during training"), std::string::npos) << s.to_text();
+}
+
+TEST_F(EngineTest, ModelProgressChangesTheComputedCost) {
+  models::ModelOptions o;
+  o.num_classes = 2;
+  o.attention = config::parse_attention_spec(
+      "attention:\n  backend: vit\n  mask: topk\n  mask_kwargs: {k_start: 50, k_end: 2}\n", "<test>");
+  auto model = models::create_model("vit_nano_patch4_28", o);
+  model->set_training_progress(0.0);
+  const double start = model->attention_gflops_now();
+  model->set_training_progress(1.0);
+  const double end = model->attention_gflops_now();
+  EXPECT_GT(start, end);
+  EXPECT_NEAR(end, 6 * 4 * (16.0 * 50 * 50 + 16.0 * 50 * 2) / 1e9, 1e-12);
+}
+
+TEST_F(EngineTest, EmaStartsFromTheResumedWeights) {
+  // A checkpoint without EMA, resumed with --model_ema: the average must start from the loaded
+  // weights (timm), not from the freshly initialised ones.
+  models::ModelOptions o;
+  o.num_classes = 2;
+  torch::manual_seed(1);
+  auto trained = models::create_model("vit_nano_patch4_28", o);
+  CheckpointContents contents;
+  contents.model = trained.get();
+  save_checkpoint((root_ / "plain.pt").string(), contents);
+  const LoadedCheckpoint checkpoint((root_ / "plain.pt").string());
+
+  torch::manual_seed(2);
+  auto fresh = models::create_model("vit_nano_patch4_28", o);
+  ProcessContext process(ProcessOptions{2, 0});
+  OptimizationOptions opt;
+  opt.model_ema = true;
+  TrainState state(*fresh, opt, process, &checkpoint);
+  ASSERT_NE(state.ema(), nullptr);
+  EmaWeightsScope scope(*state.ema(), *fresh);  // fresh now holds the EMA's weights
+  const auto ema_params = fresh->named_parameters();
+  for (const auto& p : trained->named_parameters())
+    EXPECT_TRUE(torch::equal(ema_params[p.key()], p.value())) << p.key();
+}
+
+TEST_F(EngineTest, AccumulationMatchesOneLargeBatch) {
+  // 2 x 32 with --accum_iter 2 takes the same optimizer steps as 64 at once (same samples per
+  // step, same lr and schedule): the weights agree to float rounding.
+  TrainConfig big = config("big");
+  big.batch_size = 64;
+  big.train_crop = "none";
+  TrainConfig accumulated = big;
+  accumulated.output_dir = (root_ / "accumulated").string();
+  accumulated.batch_size = 32;
+  accumulated.accum_iter = 2;
+  const TrainSummary a = run_finetune(big);
+  const TrainSummary b = run_finetune(accumulated);
+  EXPECT_NEAR(a.test_loss, b.test_loss, 1e-4);
+  const LoadedCheckpoint ca((root_ / "big" / "checkpoint.pt").string());
+  const LoadedCheckpoint cb((root_ / "accumulated" / "checkpoint.pt").string());
+  EXPECT_EQ(ca.global_step(), cb.global_step());
+  for (size_t i = 0; i < ca.model_tensors().size(); ++i)
+    EXPECT_TRUE(torch::allclose(ca.model_tensors()[i].second, cb.model_tensors()[i].second, 1e-4, 1e-5))
+        << ca.model_tensors()[i].first;
+  // And not the same as one step per 32-image batch.
+  TrainConfig small = accumulated;
+  small.output_dir = (root_ / "small").string();
+  small.accum_iter = 1;
+  const TrainSummary s = run_finetune(small);
+  EXPECT_GT(std::abs(s.test_loss - a.test_loss), 1e-4);
+}
+
+TEST_F(EngineTest, AttentionConfigIsReadOnceAndTravelsVerbatim) {
+  TrainConfig c = config("run");
+  c.epochs = 1;
+  c.attn_cfg = (root_ / "missing.yaml").string();
+  try {
+    run_finetune(c);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.yaml"), std::string::npos) << e.what();
+  }
+  const std::string text = "# comment kept verbatim\nattention:\n  backend: vit\n  mask: local\n  mask_kwargs: {window: 3}\n";
+  c.attn_cfg = write("local.yaml", text);
+  run_finetune(c);
+  const LoadedCheckpoint ck((root_ / "run" / "checkpoint.pt").string());
+  const std::optional<CheckpointModel> m = checkpoint_model(ck);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->attention_yaml, text);
+  EXPECT_EQ(m->attention.mask, "local");
+  std::ifstream saved(root_ / "run" / "attention.yaml");
+  std::stringstream saved_text;
+  saved_text << saved.rdbuf();
+  EXPECT_EQ(saved_text.str(), text);
+}
+
+}  // namespace
+}  // namespace sparsevit::train
