@@ -475,4 +475,20 @@ TEST(Cli, FinetuneInputErrors) {
   EXPECT_NE(r.err.find("t10k-images-idx3-ubyte"), std::string::npos) << r.describe();
 }
 
+TEST(Cli, SweepTakesAnExperimentConfigAndEveryRangeIsChecked) {
+  TempDir dir;
+  // sweep --config: the same YAML keys as its flags; a finetune-only key (seed is per run) is refused.
+  const std::string exp = dir.file("sweep.yaml", "epochs: 1\nbatch_size: 0\n");
+  expect_usage_error(run("sweep --configs " + quote(cfg("vit_dense.yaml")) + " --config " + quote(exp)),
+                     "--batch_size must be > 0");
+  const std::string per_run = dir.file("per_run.yaml", "seed: 3\n");
+  expect_usage_error(run("sweep --configs " + quote(cfg("vit_dense.yaml")) + " --config " + quote(per_run)),
+                     "unknown key 'seed'");
+  // Ranges come from the one field list: each form of message.
+  expect_usage_error(run("finetune --accum_iter 0"), "--accum_iter must be >= 1");
+  expect_usage_error(run("finetune --smoothing 1"), "--smoothing must be in [0, 1)");
+  expect_usage_error(run("finetune --mixup_prob 1.5"), "--mixup_prob must be in [0, 1]");
+  expect_usage_error(run("finetune --train_crop square"), "square not in {pad,rrc,none}");
+}
+
 }  // namespace
