@@ -33,6 +33,7 @@ struct SweepRow {
   std::vector<double> acc1;           // per seed, final test top-1 (%)
   double acc1_mean = 0, acc1_std = 0; // std: sample standard deviation (n - 1), 0 for one seed
   double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
+  double attention_gflops_paid = 0;   // mean per sample over training (differs for scheduled budgets)
   int64_t params = 0;
   double images_per_second = 0;       // train images/s, mean over epochs and seeds
   double seconds = 0;                 // training + evaluation time summed over seeds
