@@ -12,22 +12,19 @@ namespace sparsevit::cli {
 void register_attention_map_command(CLI::App& app) {
   auto c = std::make_shared<experiments::AttentionMapConfig>();
   CLI::App* cmd = app.add_subcommand("attention-map", "Write a checkpoint's per-head attention maps for one image as PNG");
-  auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
-    return cmd->add_option(option_names(name), field, help)->capture_default_str();
-  };
-  opt("resume", c->resume, "the checkpoint")->required();
-  opt("image", c->image, "a .png / .jpg image, or an IDX images file (with --index)");
-  opt("index", c->index, "which image of the IDX file or of --dataset");
-  opt("dataset", c->dataset, "take the image from this dataset (with --index)");
-  opt("data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
-  opt("split", c->split, "train | test (with --dataset)");
-  opt("stats", c->stats, "dataset whose mean/std normalise the image (default: --dataset, else fashion_mnist for "
+  add_named_option(cmd, "resume", c->resume, "the checkpoint")->required();
+  add_named_option(cmd, "image", c->image, "a .png / .jpg image, or an IDX images file (with --index)");
+  add_named_option(cmd, "index", c->index, "which image of the IDX file or of --dataset");
+  add_named_option(cmd, "dataset", c->dataset, "take the image from this dataset (with --index)");
+  add_named_option(cmd, "data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
+  add_named_option(cmd, "split", c->split, "train | test (with --dataset)");
+  add_named_option(cmd, "stats", c->stats, "dataset whose mean/std normalise the image (default: --dataset, else fashion_mnist for "
                          "1-channel models, ImageNet's)");
-  opt("output_dir", c->output_dir, "where the PNG files go")->required();
-  opt("layer", c->layer, "layer (negative counts from the end; -1: the last)");
-  opt("cls_size", c->cls_size, "side in pixels of the class-token maps");
-  opt("matrix_scale", c->matrix_scale, "pixels per token of the N x N maps (0: side <= 600)");
-  opt("threads", c->threads, "CPU threads for LibTorch (0: every core)");
+  add_named_option(cmd, "output_dir", c->output_dir, "where the PNG files go")->required();
+  add_named_option(cmd, "layer", c->layer, "layer (negative counts from the end; -1: the last)");
+  add_named_option(cmd, "cls_size", c->cls_size, "side in pixels of the class-token maps");
+  add_named_option(cmd, "matrix_scale", c->matrix_scale, "pixels per token of the N x N maps (0: side <= 600)");
+  add_named_option(cmd, "threads", c->threads, "CPU threads for LibTorch (0: every core)");
   cmd->callback([c] {
     const experiments::AttentionMapSummary s = experiments::run_attention_map(*c);
     std::cout << "wrote " << s.files.size() << " files to " << c->output_dir << " (layer " << s.layer << ", "

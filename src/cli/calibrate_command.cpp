@@ -13,20 +13,17 @@ void register_calibrate_command(CLI::App& app) {
   auto c = std::make_shared<experiments::CalibrateConfig>();
   CLI::App* cmd = app.add_subcommand(
       "calibrate", "Average a trained model's attention maps into the scores file of a `mask: pruning` config");
-  auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
-    return cmd->add_option(option_names(name), field, help)->capture_default_str();
-  };
-  opt("resume", c->resume, "checkpoint of the trained (dense) model")->required();
-  opt("attn-cfg", c->attn_cfg, "the pruning config (mask: pruning) to calibrate")->required();
-  opt("output", c->output, "where the .npy scores go (default: the config's mask_kwargs.scores_file)");
-  opt("dataset", c->dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
-  opt("data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
-  opt("split", c->split, "train | test: which images to calibrate on");
-  opt("max_samples", c->max_samples, "calibrate on the first N images (0: all)");
-  opt("batch_size", c->batch_size, "batch size");
-  opt("num_workers", c->num_workers, "data loading threads");
-  opt("threads", c->threads, "CPU threads for LibTorch (0: every core)");
-  opt("seed", c->seed, "random seed");
+  add_named_option(cmd, "resume", c->resume, "checkpoint of the trained (dense) model")->required();
+  add_named_option(cmd, "attn-cfg", c->attn_cfg, "the pruning config (mask: pruning) to calibrate")->required();
+  add_named_option(cmd, "output", c->output, "where the .npy scores go (default: the config's mask_kwargs.scores_file)");
+  add_named_option(cmd, "dataset", c->dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
+  add_named_option(cmd, "data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
+  add_named_option(cmd, "split", c->split, "train | test: which images to calibrate on");
+  add_named_option(cmd, "max_samples", c->max_samples, "calibrate on the first N images (0: all)");
+  add_named_option(cmd, "batch_size", c->batch_size, "batch size");
+  add_named_option(cmd, "num_workers", c->num_workers, "data loading threads");
+  add_named_option(cmd, "threads", c->threads, "CPU threads for LibTorch (0: every core)");
+  add_named_option(cmd, "seed", c->seed, "random seed");
   cmd->callback([c] {
     const experiments::CalibrateSummary s = experiments::run_calibrate(*c);
     std::cout << s.to_text() << "\n" << s.to_json().dump() << std::endl;

@@ -36,4 +36,10 @@ void apply_config_file_option(CLI::App& app, int argc, char** argv);
 // "head-dim" -> "--head-dim,--head_dim": options accept both spellings, as MAE's scripts do.
 std::string option_names(const std::string& name);
 
+// An option in both spellings whose --help shows its default.
+template <class T>
+CLI::Option* add_named_option(CLI::App* cmd, const std::string& name, T& field, const std::string& help) {
+  return cmd->add_option(option_names(name), field, help)->capture_default_str();
+}
+
 }  // namespace sparsevit::cli

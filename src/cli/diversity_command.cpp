@@ -17,17 +17,14 @@ void register_diversity_command(CLI::App& app) {
   experiments::DiversityConfig& c = s->config;
   CLI::App* cmd = app.add_subcommand(
       "diversity", "Head diversity of a checkpoint: per image, mean over head pairs of |Yi-Yj|/(|Yi|+|Yj|), last layer");
-  auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
-    return cmd->add_option(option_names(name), field, help)->capture_default_str();
-  };
-  opt("resume", c.resume, "the checkpoint")->required();
-  opt("dataset", c.dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
-  opt("data_path", c.data_path, "dataset folder (default: the dataset's standard location)");
-  opt("split", c.split, "train | test");
-  opt("limit", c.limit, "the first N (class-balanced) images (0: all)");
-  opt("batch_size", c.batch_size, "batch size");
-  opt("num_workers", c.num_workers, "data loading threads");
-  opt("threads", c.threads, "CPU threads for LibTorch (0: every core)");
+  add_named_option(cmd, "resume", c.resume, "the checkpoint")->required();
+  add_named_option(cmd, "dataset", c.dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
+  add_named_option(cmd, "data_path", c.data_path, "dataset folder (default: the dataset's standard location)");
+  add_named_option(cmd, "split", c.split, "train | test");
+  add_named_option(cmd, "limit", c.limit, "the first N (class-balanced) images (0: all)");
+  add_named_option(cmd, "batch_size", c.batch_size, "batch size");
+  add_named_option(cmd, "num_workers", c.num_workers, "data loading threads");
+  add_named_option(cmd, "threads", c.threads, "CPU threads for LibTorch (0: every core)");
   cmd->add_flag("--json", s->json, "print only the JSON summary");
   cmd->callback([s] {
     experiments::DiversityConfig c = s->config;

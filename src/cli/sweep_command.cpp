@@ -18,14 +18,11 @@ void register_sweep_command(CLI::App& app) {
   s->config.recipe.num_workers = 1;  // per run; the cores go to the compute
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Train every attention config with one recipe and seeds; write report.md, report.json and plots");
-  auto opt = [cmd](const std::string& name, auto& field, const std::string& help) {
-    return cmd->add_option(option_names(name), field, help)->capture_default_str();
-  };
   train::TrainConfig& r = s->config.recipe;
   cmd->add_option("--configs", s->config.configs, "attention config YAMLs (one report row each)")->required();
-  opt("seeds", s->seeds, "comma-separated seeds; a seed fixes the data order for every config");
-  opt("output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");
-  opt("diversity_limit", s->config.diversity_limit,
+  add_named_option(cmd, "seeds", s->seeds, "comma-separated seeds; a seed fixes the data order for every config");
+  add_named_option(cmd, "output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");
+  add_named_option(cmd, "diversity_limit", s->config.diversity_limit,
       "eval images for the head-diversity statistic (0: all, -1: skip; capped by max_eval_samples)");
   add_train_config_options(cmd, r, /*recipe_only=*/true);  // the shared recipe: finetune's flags of the same names
   cmd->add_option("--config", s->config_file, "experiment YAML whose keys are these flags' names");

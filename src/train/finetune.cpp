@@ -80,6 +80,17 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::st
   spec = m->attention;
 }
 
+// This process's shard of a split, in batches of the per-process batch size.
+data::LoaderOptions loader_options(const TrainConfig& c, const ProcessContext& process) {
+  data::LoaderOptions o;
+  o.batch_size = c.batch_size;
+  o.num_workers = c.num_workers;
+  o.seed = static_cast<uint64_t>(c.seed);
+  o.rank = process.rank();
+  o.world_size = process.world_size();
+  return o;
+}
+
 // Supervised classification: soft-target cross-entropy under Mixup/CutMix, label smoothing, or
 // plain cross-entropy (MAE's main_finetune criterion choice).
 class ClassificationTask : public TrainTask {
@@ -144,12 +155,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   tc.auto_augment = c.aa;
   data::validate(tc);
 
-  data::LoaderOptions eval_options;
-  eval_options.batch_size = c.batch_size;
-  eval_options.num_workers = c.num_workers;
-  eval_options.seed = static_cast<uint64_t>(c.seed);
-  eval_options.rank = rank;
-  eval_options.world_size = world;
+  data::LoaderOptions eval_options = loader_options(c, process);
   eval_options.even_shards = false;  // every test sample exactly once over the ranks
   data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
 
@@ -208,14 +214,9 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   mixup_config.num_classes = c.nb_classes;
   Mixup mixup(mixup_config);
 
-  data::LoaderOptions train_options;
-  train_options.batch_size = c.batch_size;
+  data::LoaderOptions train_options = loader_options(c, process);
   train_options.shuffle = true;
   train_options.drop_last = mixup.enabled();  // mixup pairs the batch with its reverse
-  train_options.num_workers = c.num_workers;
-  train_options.seed = static_cast<uint64_t>(c.seed);
-  train_options.rank = rank;
-  train_options.world_size = world;
   data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
   if (train_loader.num_batches() == 0) throw UsageError("the training set has fewer samples than one batch");
 
