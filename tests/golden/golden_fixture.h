@@ -38,6 +38,29 @@ struct VitForwardCase {
   double smoothed_cross_entropy;
 };
 
+// The recipe of training_trajectory_golden.inc (make_training_trajectory.py states the formulas).
+struct GoldenTrainingRecipe {
+  double lr, min_lr, warmup_epochs;
+  int64_t epochs, iters_per_epoch, batch_size;
+  double weight_decay, opt_eps, beta1, beta2, smoothing;
+  uint64_t data_seed;
+};
+
+// Per synthetic batch: the sum of its pixels and of its labels (the C++ generator must agree).
+struct SyntheticBatchSums {
+  double pixel_sum;
+  int64_t label_sum;
+};
+
+// One model trained by training_trajectory_golden.inc: the reference's loss of every step and
+// its logits for kForwardImageValues after the last step.
+struct TrajectoryCase {
+  const char* name;
+  const char* attention_yaml;
+  const double* losses;  // epochs * iters_per_epoch
+  const double* final_logits;  // [batch of kForwardImageValues, classes]
+};
+
 inline int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
