@@ -113,12 +113,11 @@ def main():
     r = RECIPE
     steps = r["epochs"] * r["iters_per_epoch"]
     batches = ref.synthetic_batches(r["data_seed"], steps, r["batch_size"])
-    N, H = ref.num_tokens(), ref.GEOMETRY["num_heads"]
-    forward_images = dict((name, (yaml, masks)) for name, yaml, masks in make_vit_golden.cases())
+    forward_cases = {name: (yaml, masks) for name, yaml, masks in make_vit_golden.cases()}
     gen = torch.Generator().manual_seed(make_vit_golden.INPUT_SEED)
     g = ref.GEOMETRY
     images = torch.randn(make_vit_golden.BATCH, g["in_chans"], g["img_size"], g["img_size"], generator=gen,
-                         dtype=torch.float64).to(torch.float32).to(torch.float64)  # kForwardImages
+                         dtype=torch.float64).to(torch.float32).to(torch.float64)  # kForwardImageValues
 
     text = ref.generated_by("make_training_trajectory.py")
     text += ("// Ten training steps of the tiny ViT (vit_tiny_weights.inc) in float64: the loss of every step\n"
@@ -134,7 +133,7 @@ def main():
     text += "inline const std::vector<SyntheticBatchSums> kTrajectoryBatchSums = {\n" + ref.wrap(sums, 4) + "\n};\n\n"
     entries, summary = [], []
     for name in ("dense", "fibo_reference"):
-        yaml, masks = forward_images[name]
+        yaml, masks = forward_cases[name]
         losses, params = train(masks, batches, AdamW)
         torch_losses, torch_params = train(masks, batches, TorchAdamW)
         assert max(abs(a - b) for a, b in zip(losses, torch_losses)) < 1e-12, (losses, torch_losses)
