@@ -51,16 +51,29 @@ struct Batch {
   std::vector<int64_t> indices;  // dataset indices of the B samples
 };
 
-class DataLoader {
+// What the training engine consumes: epochs of batches. DataLoader is the one for datasets;
+// tests feed fixed batches through the same interface.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Selects the epoch (shuffle order and augmentation).
+  virtual void set_epoch(int64_t epoch) = 0;
+  // The next batch of the current epoch; false at its end.
+  virtual bool next(Batch& batch) = 0;
+  virtual int64_t num_batches() const = 0;
+  virtual int64_t batch_size() const = 0;
+};
+
+class DataLoader : public BatchSource {
  public:
   // An empty `transform` passes the reader's uint8 images through. UsageError on bad options.
   DataLoader(std::shared_ptr<const Dataset> dataset, Transform transform, LoaderOptions options);
-  ~DataLoader();
+  ~DataLoader() override;
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
   // Selects the epoch (shuffle order and augmentation); stops an epoch in progress.
-  void set_epoch(int64_t epoch);
+  void set_epoch(int64_t epoch) override;
   int64_t epoch() const { return epoch_; }
 
   // Restarts the current epoch from its first batch (stopping workers cleanly).
@@ -69,9 +82,10 @@ class DataLoader {
   // The next batch of the current epoch (the first call starts it). False at the end of the
   // epoch, and from then on until reset() or set_epoch(). An exception thrown while loading
   // or transforming a sample is rethrown here, in batch order; the epoch then ends.
-  bool next(Batch& batch);
+  bool next(Batch& batch) override;
 
-  int64_t num_batches() const;
+  int64_t num_batches() const override;
+  int64_t batch_size() const override { return options_.batch_size; }
   int64_t num_samples() const;  // samples this rank sees per epoch (padding included)
 
   // The dataset indices this rank visits in `epoch`, in order.

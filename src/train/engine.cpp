@@ -53,7 +53,12 @@ TrainState::TrainState(torch::nn::Module& model, const OptimizationOptions& opti
     group->broadcast(model_state, 0, bucket_bytes(options_));  // every rank starts from rank 0's weights
     process.reseed_per_rank(static_cast<int64_t>(options_.host_seed));
   }
-  optimizer_ = make_adamw(model, OptimizerConfig{options_.lr, options_.weight_decay, options_.opt_eps});
+  OptimizerConfig adamw;
+  adamw.lr = options_.lr;
+  adamw.weight_decay = options_.weight_decay;
+  adamw.eps = options_.opt_eps;
+  adamw.betas = options_.betas;
+  optimizer_ = make_adamw(model, adamw);
   if (checkpoint != nullptr) {
     checkpoint->load_model(model);
     if (checkpoint->has_optimizer()) checkpoint->load_optimizer(*optimizer_);
@@ -109,7 +114,7 @@ void TrainState::save_checkpoint(const std::string& path, int64_t epoch, const n
 
 // The body of train_one_epoch, with access to the state's internals.
 struct EpochRunner {
-  static EpochStats run(TrainTask& task, TrainState& s, data::DataLoader& loader, int64_t epoch, ProcessContext& process) {
+  static EpochStats run(TrainTask& task, TrainState& s, data::BatchSource& loader, int64_t epoch, ProcessContext& process) {
     const auto t0 = std::chrono::steady_clock::now();
     const OptimizationOptions& o = s.options_;
     const LrScheduleConfig schedule = schedule_of(o);
@@ -119,7 +124,7 @@ struct EpochRunner {
     if (iters == 0) throw UsageError("the training set has fewer samples than one batch");
     const double total_iters = static_cast<double>(std::max<int64_t>(1, o.epochs)) * static_cast<double>(iters);
     ProgressBar bar(fmt::format("Epoch {}/{}", epoch + 1, o.epochs), iters,
-                    loader.options().batch_size * process.world_size(), process.out(), stdout_is_tty(),
+                    loader.batch_size() * process.world_size(), process.out(), stdout_is_tty(),
                     o.print_freq > 0 ? static_cast<int>(std::max<int64_t>(1, 100 / o.print_freq)) : 10);
     double loss_sum = 0, gflops_sum = 0, lr_now = o.lr;
     int64_t it = 0, images = 0;
@@ -181,13 +186,13 @@ struct EpochRunner {
   }
 };
 
-EpochStats train_one_epoch(TrainTask& task, TrainState& state, data::DataLoader& loader, int64_t epoch,
+EpochStats train_one_epoch(TrainTask& task, TrainState& state, data::BatchSource& loader, int64_t epoch,
                            ProcessContext& process) {
   return EpochRunner::run(task, state, loader, epoch, process);
 }
 
 ClassifierMetrics evaluate_classifier(torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                                      int64_t num_classes, data::DataLoader& loader, int64_t epoch,
+                                      int64_t num_classes, data::BatchSource& loader, int64_t epoch,
                                       ProcessContext& process) {
   torch::NoGradGuard no_grad;
   model.eval();
@@ -195,7 +200,7 @@ ClassifierMetrics evaluate_classifier(torch::nn::Module& model, const std::funct
   double loss_sum = 0, correct1 = 0, correct5 = 0;
   int64_t seen = 0, done = 0;
   data::Batch batch;
-  ProgressBar bar("Test", loader.num_batches(), loader.options().batch_size, process.out(), stdout_is_tty());
+  ProgressBar bar("Test", loader.num_batches(), loader.batch_size(), process.out(), stdout_is_tty());
   while (loader.next(batch)) {
     const at::Tensor logits = forward(batch.images);
     const int64_t n = batch.labels.size(0);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -44,6 +45,7 @@ struct OptimizationOptions {
   double warmup_epochs = 1;
   double weight_decay = 0.05;
   double opt_eps = 1e-6;
+  std::pair<double, double> betas = {0.9, 0.999};  // AdamW (MAE pretraining: 0.9, 0.95)
   double clip_grad = 0;          // 0: off
   int64_t accum_iter = 1;        // optimizer step every accum_iter batches
   bool model_ema = false;
@@ -103,7 +105,7 @@ struct EpochStats {
 // One epoch of training (MAE's train_one_epoch): per-iteration cosine lr at each optimizer
 // step, progress to the task, loss / accum_iter backward, gradient averaging on the step's
 // last batch only, clipping, optimizer step, EMA update.
-EpochStats train_one_epoch(TrainTask& task, TrainState& state, data::DataLoader& loader, int64_t epoch,
+EpochStats train_one_epoch(TrainTask& task, TrainState& state, data::BatchSource& loader, int64_t epoch,
                            ProcessContext& process);
 
 struct ClassifierMetrics {
@@ -112,7 +114,7 @@ struct ClassifierMetrics {
 
 // Evaluates a classifier on `loader` (every rank its shard; the sums are added over ranks).
 ClassifierMetrics evaluate_classifier(torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
-                                      int64_t num_classes, data::DataLoader& loader, int64_t epoch,
+                                      int64_t num_classes, data::BatchSource& loader, int64_t epoch,
                                       ProcessContext& process);
 
 }  // namespace sparsevit::train

@@ -1,5 +1,5 @@
-// Golden training trajectory: ten steps of the tiny ViT with sparsevit's training building
-// blocks (AdamW with timm's weight-decay groups, MAE's per-iteration warm-up + cosine learning
+// Golden training trajectory: ten steps of the tiny ViT through sparsevit's training engine
+// (AdamW with timm's weight-decay groups, MAE's per-iteration warm-up + cosine learning
 // rate, label-smoothing cross-entropy) against a float64 PyTorch reference of the same recipe
 // (tests/golden/make_training_trajectory.py). A silent change in the optimizer (betas, eps,
 // decay groups), the schedule, the loss or the backward of the model and its sparse operator
@@ -17,9 +17,8 @@
 #include "golden/vit_forward_golden.inc"
 #include "golden/vit_tiny_weights.inc"
 #include "models/vision_transformer.h"
+#include "train/engine.h"
 #include "train/losses.h"
-#include "train/lr_schedule.h"
-#include "train/optimizer.h"
 
 namespace sparsevit::golden {
 namespace {
@@ -37,39 +36,76 @@ std::shared_ptr<models::VisionTransformer> golden_model(const std::string& atten
   return model;
 }
 
-// The training steps of the recipe, written with the trainer's building blocks in the order
-// the trainer runs them (lr for the fractional epoch, forward, loss, zero_grad, backward, AdamW
-// step; no gradient clipping, mixup or augmentation). Returns the loss of every step.
-// When the training engine exists, this is the one function to route through it.
+// The fixed batches, epoch after epoch, through the interface the engine consumes.
+class FixedBatches : public data::BatchSource {
+ public:
+  FixedBatches(const std::vector<SyntheticBatch>& batches, int64_t per_epoch, at::ScalarType dtype)
+      : batches_(batches), per_epoch_(per_epoch), dtype_(dtype) {}
+  void set_epoch(int64_t epoch) override {
+    epoch_ = epoch;
+    next_ = 0;
+  }
+  bool next(data::Batch& batch) override {
+    if (next_ == per_epoch_) return false;
+    const SyntheticBatch& b = batches_.at(static_cast<size_t>(epoch_ * per_epoch_ + next_++));
+    batch.images = b.images.to(dtype_);
+    batch.labels = b.labels;
+    return true;
+  }
+  int64_t num_batches() const override { return per_epoch_; }
+  int64_t batch_size() const override { return batches_.front().labels.size(0); }
+
+ private:
+  const std::vector<SyntheticBatch>& batches_;
+  int64_t per_epoch_, epoch_ = 0, next_ = 0;
+  at::ScalarType dtype_;
+};
+
+// The recipe's loss: label-smoothing cross-entropy, no mixup.
+class SmoothedClassification : public train::TrainTask {
+ public:
+  SmoothedClassification(models::VisionTransformer& model, double smoothing) : model_(model), smoothing_(smoothing) {}
+  at::Tensor loss(const data::Batch& batch, std::mt19937_64&) override {
+    return train::label_smoothing_cross_entropy(model_.forward(batch.images), batch.labels, smoothing_);
+  }
+  void set_progress(double progress) override { model_.set_training_progress(progress); }
+
+ private:
+  models::VisionTransformer& model_;
+  double smoothing_;
+};
+
+// The recipe's steps through the training engine (train_one_epoch: per-iteration warm-up +
+// cosine lr, forward, loss, zero_grad, backward, AdamW step; no clipping, mixup or
+// augmentation). Returns the loss of every step.
 std::vector<double> run_golden_training_steps(models::VisionTransformer& model, const std::vector<SyntheticBatch>& batches,
                                               const GoldenTrainingRecipe& r) {
-  train::OptimizerConfig optimizer_config;
-  optimizer_config.lr = r.lr;
-  optimizer_config.weight_decay = r.weight_decay;
-  optimizer_config.eps = r.opt_eps;
-  optimizer_config.betas = {r.beta1, r.beta2};
-  auto optimizer = train::make_adamw(model, optimizer_config);
-  const train::LrScheduleConfig schedule{r.lr, r.min_lr, r.warmup_epochs, static_cast<double>(r.epochs)};
-  const at::ScalarType dtype = model.parameters().front().scalar_type();
-  const int64_t total_steps = r.epochs * r.iters_per_epoch;
-
-  model.train();
-  std::vector<double> losses;
-  for (int64_t epoch = 0; epoch < r.epochs; ++epoch) {
-    for (int64_t it = 0; it < r.iters_per_epoch; ++it) {
-      const int64_t step = epoch * r.iters_per_epoch + it;
-      train::set_learning_rate(*optimizer, train::cosine_lr(schedule, train::fractional_epoch(epoch, it, r.iters_per_epoch)));
-      model.set_training_progress(static_cast<double>(step) / static_cast<double>(total_steps));
-      const SyntheticBatch& batch = batches.at(step);
-      const at::Tensor loss =
-          train::label_smoothing_cross_entropy(model.forward(batch.images.to(dtype)), batch.labels, r.smoothing);
-      optimizer->zero_grad();
-      loss.backward();
-      optimizer->step();
-      losses.push_back(loss.item<double>());
+  train::ProcessContext process(train::ProcessOptions{2, 0});
+  train::OptimizationOptions o;
+  o.lr = r.lr;
+  o.min_lr = r.min_lr;
+  o.warmup_epochs = r.warmup_epochs;
+  o.weight_decay = r.weight_decay;
+  o.opt_eps = r.opt_eps;
+  o.betas = {r.beta1, r.beta2};
+  o.epochs = r.epochs;
+  train::TrainState state(model, o, process, nullptr);
+  SmoothedClassification task(model, r.smoothing);
+  FixedBatches source(batches, r.iters_per_epoch, model.parameters().front().scalar_type());
+  // The engine reports the mean loss per epoch; the per-step losses come from a recording task.
+  struct Recording : train::TrainTask {
+    train::TrainTask& inner;
+    std::vector<double> losses;
+    explicit Recording(train::TrainTask& t) : inner(t) {}
+    at::Tensor loss(const data::Batch& b, std::mt19937_64& rng) override {
+      at::Tensor l = inner.loss(b, rng);
+      losses.push_back(l.item<double>());
+      return l;
     }
-  }
-  return losses;
+    void set_progress(double p) override { inner.set_progress(p); }
+  } recording(task);
+  for (int64_t epoch = 0; epoch < r.epochs; ++epoch) train::train_one_epoch(recording, state, source, epoch, process);
+  return recording.losses;
 }
 
 struct TrajectoryResult {
