@@ -15,7 +15,7 @@ namespace sparsevit::train {
 struct OptimizerConfig {
   double lr = 1e-3;
   double weight_decay = 0.05;
-  // DESIGN §6 recipe (DeiT's --opt_eps is 1e-8, PyTorch's AdamW default 1e-8; we use 1e-6).
+  // The recipe of docs/conventions.md (DeiT's --opt_eps is 1e-8, PyTorch's AdamW default 1e-8; we use 1e-6).
   double eps = 1e-6;
   std::pair<double, double> betas = {0.9, 0.999};
   // Parameters never decayed besides biases and 1-d tensors (timm's no_weight_decay()). A name

@@ -1,5 +1,5 @@
 // End-to-end tests of the `sparsevit` binary, run as a user would: the `masks` and `flops`
-// numbers the project promises (DESIGN.md §2, issue "How it will be checked"), the JSON schema,
+// numbers the project promises (docs/conventions.md), the JSON schema,
 // option spellings, PNG output and exit codes (0 ok, 2 usage/config error with one line on
 // stderr, 1 runtime error).
 #include <gtest/gtest.h>
