@@ -19,7 +19,7 @@ namespace sparsevit::attention {
 
 class ImhsaAttention : public QkvAttention {
  public:
-  ImhsaAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
+  ImhsaAttention(const LayerOptions& options, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;

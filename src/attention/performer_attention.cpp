@@ -48,13 +48,13 @@ at::Tensor favor_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   return at::matmul(phi_q, context) / denominator;
 }
 
-PerformerAttention::PerformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)), params_(config::performer_params(kwargs_)) {
+PerformerAttention::PerformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)), params_(config::performer_params(kwargs_)) {
   features_ = register_buffer(
       "features", orthogonal_random_features(params_.seed, layer_, 0, params_.num_features, head_dim_).to(at::kFloat));
   draws_ = register_buffer("feature_draw", at::zeros({}, at::kLong));
   steps_ = register_buffer("steps_since_draw", at::zeros({}, at::kLong));
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 int64_t PerformerAttention::draws() const { return draws_.item<int64_t>() + 1; }
@@ -70,7 +70,7 @@ void PerformerAttention::redraw() {
 
 double PerformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
   return *config::backend_pairs_per_head(
-      "performer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+      "performer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor PerformerAttention::forward(const at::Tensor& x) {

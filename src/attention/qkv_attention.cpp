@@ -16,15 +16,20 @@ at::Tensor AttentionModule::head_outputs(const at::Tensor&) {
   throw UsageError("attention kernel '" + kernel_name() + "' does not expose per-head outputs");
 }
 
-QkvAttention::QkvAttention(const AttentionDims& dims)
-    : num_heads_(dims.num_heads), num_prefix_tokens_(dims.num_prefix_tokens), layer_(dims.layer) {
-  if (dims.num_heads < 1 || dims.dim % dims.num_heads != 0)
-    throw UsageError("attention: dim " + std::to_string(dims.dim) + " is not divisible by " +
-                     std::to_string(dims.num_heads) + " heads");
-  head_dim_ = dims.dim / dims.num_heads;
+QkvAttention::QkvAttention(const LayerOptions& options)
+    : geometry_(options.geometry),
+      num_heads_(options.geometry.num_heads),
+      head_dim_(options.geometry.head_dim),
+      num_prefix_tokens_(options.geometry.num_prefix_tokens),
+      layer_(options.layer) {
+  if (num_heads_ < 1 || head_dim_ < 1)
+    throw UsageError("attention: needs >= 1 head of >= 1 channels, got " + std::to_string(num_heads_) + " x " +
+                     std::to_string(head_dim_));
+  if (num_prefix_tokens_ < 0) throw UsageError("attention: negative number of prefix tokens");
   scale_ = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dims.dim, 3 * dims.dim).bias(dims.qkv_bias)));
-  proj_ = register_module("proj", torch::nn::Linear(dims.dim, dims.dim));
+  const int64_t dim = geometry_.embed_dim();
+  qkv_ = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(dim, 3 * dim).bias(options.qkv_bias)));
+  proj_ = register_module("proj", torch::nn::Linear(dim, dim));
 }
 
 std::array<at::Tensor, 3> QkvAttention::project_qkv(const at::Tensor& x) {

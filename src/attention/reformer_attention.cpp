@@ -61,24 +61,23 @@ at::Tensor reformer_attention(const at::Tensor& q, const at::Tensor& k, const at
   return (out_tokens * weights).sum(2);
 }
 
-ReformerAttention::ReformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)) {
-  params_ = config::reformer_params(kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_,
-                                                                  dims.num_prefix_tokens});
+ReformerAttention::ReformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)) {
+  params_ = config::reformer_params(kwargs_, geometry_);
   const at::Tensor rotations =
       seeded_gaussian(params_.seed, layer_, 0, {num_heads_, params_.hashes, head_dim_, params_.buckets / 2});
   rotations_ = register_buffer("rotations", rotations.to(at::kFloat));
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 int64_t ReformerAttention::chunk(int64_t num_tokens) const {
-  return config::reformer_params(kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_})
+  return config::reformer_params(kwargs_, with_tokens(num_tokens))
       .chunk;
 }
 
 double ReformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
   return *config::backend_pairs_per_head(
-      "reformer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+      "reformer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor ReformerAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }

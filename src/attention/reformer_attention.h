@@ -18,7 +18,7 @@ namespace sparsevit::attention {
 
 class ReformerAttention : public QkvAttention {
  public:
-  ReformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
+  ReformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;

@@ -124,7 +124,7 @@ void validate_backend_kwargs(const std::string& backend, const patterns::MaskKwa
   if (backend == "reformer") read_reformer(kwargs);
 }
 
-LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   LinformerParams p = read_linformer(kwargs);
   if (shape.num_tokens < 1) throw UsageError("linformer needs the sequence length N at construction");
   p.k = linformer_k(kwargs, shape.num_tokens);
@@ -134,7 +134,7 @@ LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const Backe
   return p;
 }
 
-EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   const auto key_dim = read_key_dim(kwargs);
   if (key_dim && *key_dim > shape.head_dim)
     throw UsageError(kwargs.describe("key_dim") + ": must be <= the head dim " + std::to_string(shape.head_dim) +
@@ -150,7 +150,7 @@ PerformerParams performer_params(const patterns::MaskKwargs& kwargs) {
   return p;
 }
 
-ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   ImhsaParams p = read_imhsa(kwargs);
   const int64_t patches = shape.num_tokens - shape.num_prefix_tokens;
   p.grid = isqrt_exact(patches);
@@ -164,14 +164,14 @@ ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const BackendShape&
   return p;
 }
 
-ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   ReformerParams p = read_reformer(kwargs);
   if (p.chunk == 0) p.chunk = std::max<int64_t>(1, ceil_div(shape.num_tokens, p.buckets));
   return p;
 }
 
 std::optional<double> backend_pairs_per_head(const std::string& backend, const patterns::MaskKwargs& kwargs,
-                                             const BackendShape& s) {
+                                             const AttentionGeometry& s) {
   const double n = static_cast<double>(s.num_tokens), d = static_cast<double>(s.head_dim);
   if (backend == "linformer") {
     // E.K and F.V (k x N x d each), Q.(EK)^T and P.(FV) (N x k x d each): 4 N k d. (k > N is
