@@ -306,6 +306,22 @@ TEST(AttentionSpec, LoadMissingFileIsAUsageError) {
   EXPECT_THROW(load_attention_spec(kConfigDir.string()), UsageError);
 }
 
+TEST(AttentionSpec, SparseTransformerBudgetConfigPrunesThePapersShare) {
+  // configs/attention/vit_sparse_transformer_budget.yaml at ViT-B's geometry: 98.47% of the
+  // patch pairs pruned, the budget the paper compares Sparse Transformer at.
+  const AttentionSpec spec = load_attention_spec((kConfigDir / "vit_sparse_transformer_budget.yaml").string());
+  std::vector<patterns::Pattern> layers;
+  for (auto& p : build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 12})) layers.push_back(std::move(*p));
+  ASSERT_EQ(layers.size(), 12u);
+  EXPECT_NEAR(patterns::pruning_ratio(layers), 0.9847, 5e-5);
+  // The shipped default-stride config keeps its number.
+  const AttentionSpec classic = load_attention_spec((kConfigDir / "vit_sparse_transformer.yaml").string());
+  std::vector<patterns::Pattern> classic_layers;
+  for (auto& p : build_layer_patterns(classic, AttentionGeometry{197, 1, 12, 64, 12}))
+    classic_layers.push_back(std::move(*p));
+  EXPECT_NEAR(patterns::pruning_ratio(classic_layers), 0.8954, 5e-5);
+}
+
 TEST(AttentionSpec, SetOverrides) {
   AttentionSpec spec = load_attention_spec((kConfigDir / "vit_structured_local.yaml").string());
   apply_mask_kwarg_overrides(spec, {"window=10"});

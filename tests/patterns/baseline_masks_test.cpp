@@ -576,6 +576,42 @@ TEST(SparseTransformerMask, StridedClosedFormAt197) {
   EXPECT_NEAR(pruning_ratio(pat), 1.0 - (local + strided) / 2.0 / (p * p), 1e-12);
 }
 
+TEST(SparseTransformerMask, LocalWidthIsIndependentOfTheStride) {
+  for (int32_t local : {1, 2, 5}) {
+    const int32_t n = 30, stride = 7, heads = 4;
+    const Pattern pat = build("sparse_transformer", n, heads,
+                              kwargs({{"stride", "7"}, {"local", std::to_string(local).c_str()}}));
+    for (int32_t h = 0; h < heads; ++h) {
+      EXPECT_EQ(pat.window(h).value(), h < 2 ? local : stride) << h;
+      for (int32_t j = 0; j < n; ++j)
+        for (int32_t k = 0; k < n; ++k) {
+          const int32_t d = std::abs(j - k);
+          const bool expected = j == 0 || k == 0 || (h < 2 ? d < local : d % stride == 0);
+          ASSERT_EQ(pat.contains(h, j, k), expected) << "local " << local << " head " << h << " (" << j << "," << k << ")";
+        }
+    }
+  }
+  EXPECT_THROW(build("sparse_transformer", 26, 2, kwargs({{"local", "0"}})), UsageError);
+  EXPECT_THROW(build("sparse_transformer", 26, 2, kwargs({{"mode", "fixed"}, {"local", "2"}})), UsageError);
+}
+
+TEST(SparseTransformerMask, ReachesThePapersBudgetAt197) {
+  // The budget the Fibottention comparison reports for Sparse Transformer on ViT-B (N = 197):
+  // 98.47% of the patch pairs pruned. Local heads |j-k| < 2, strided heads offsets 0, 65, 130, 195.
+  const int32_t p = 196;
+  const Pattern pat = build("sparse_transformer", 197, 12, kwargs({{"local", "2"}, {"stride", "65"}}));
+  const int64_t local = closed_form_patch_edges(range_offsets(0, 1), p);
+  const int64_t strided = closed_form_patch_edges({0, 65, 130, 195}, p);
+  for (int32_t h = 0; h < 6; ++h) EXPECT_EQ(patch_edges(pat, h), local) << h;
+  for (int32_t h = 6; h < 12; ++h) EXPECT_EQ(patch_edges(pat, h), strided) << h;
+  EXPECT_NEAR(pruning_ratio(pat), 0.9847, 5e-5);
+  // With the local width tied to the stride (the only choice before `local`), no stride gets there.
+  double best = 0;
+  for (int32_t l = 1; l <= 197; ++l)
+    best = std::max(best, pruning_ratio(build("sparse_transformer", 197, 12, kwargs({{"stride", std::to_string(l).c_str()}}))));
+  EXPECT_LT(best, 0.91);
+}
+
 TEST(SparseTransformerMask, StrideBeyondTheSequence) {
   // A stride beyond the sequence means "every offset" for the local heads and "offset 0 only"
   // for the strided heads.
