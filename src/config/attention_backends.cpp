@@ -58,7 +58,9 @@ const std::vector<AttentionBackend>& attention_backends() {
        {{"buckets", "8", "hash buckets (even, >= 2)"},
         {"hashes", "1", "hash rounds, combined by their log-sum-exp weights"},
         {"chunk", "", "queries per chunk (default ceil(N / buckets))"},
-        {"seed", "0", "rotations are drawn from (seed, layer)"}},
+        {"seed", "0", "rotations are drawn from (seed, layer)"},
+        {"qk", "shared", "`shared`: keys are the length-normalised queries and a token skips its own key "
+                         "(the paper); `separate`: timm's own K"}},
        false},
   };
   return table;
@@ -100,6 +102,7 @@ ReformerParams read_reformer(const patterns::MaskKwargs& kw) {
   p.hashes = kw.get_int("hashes", 1, 1, 64);
   p.chunk = kw.get_int("chunk", 0, 1);
   p.seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
+  p.shared_qk = kw.get_choice("qk", "shared", {"shared", "separate"}) == "shared";
   return p;
 }
 

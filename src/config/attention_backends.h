@@ -54,6 +54,7 @@ struct ReformerParams {
   int64_t hashes = 1;
   int64_t chunk = 0;    // queries per chunk; each chunk attends itself and the previous one
   uint64_t seed = 0;
+  bool shared_qk = true;  // keys = the normalised queries (the paper); false: timm's separate K
 };
 
 // Typed parameters for a layer of the given geometry; every violation is a one-line UsageError.

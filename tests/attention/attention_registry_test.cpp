@@ -18,6 +18,24 @@ TEST(AttentionRegistry, EveryConfigBackendIsRegistered) {
   EXPECT_EQ(configured, registered);
 }
 
+TEST(AttentionRegistry, NamesWithoutFactoriesFailTheStartUpCheck) {
+  EXPECT_NO_THROW(check_backend_registry());
+  EXPECT_EQ(attention_backend_names(), config::backend_names());  // one list, the config table's order
+  EXPECT_NO_THROW(check_backend_names({"vit", "dense"}, {"dense", "vit"}));
+  try {
+    check_backend_names({"vit", "dense", "newbackend"}, {"vit", "dense", "orphan"});
+    ADD_FAILURE() << "a name without a factory passed";
+  } catch (const std::logic_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'newbackend' has no factory"), std::string::npos) << what;
+    EXPECT_NE(what.find("factory 'orphan'"), std::string::npos) << what;
+  }
+  // An unknown backend is still the user's UsageError with a suggestion.
+  config::AttentionSpec spec;
+  spec.backend = "linformr";
+  expect_usage_error([&] { make_attention(spec, dims_of(16, 2, 10), std::nullopt); }, "did you mean 'linformer'");
+}
+
 TEST(AttentionRegistry, ModulesReportTheConfigLayersCost) {
   for (const char* backend : {"linformer", "efficient", "performer", "imhsa", "reformer"}) {
     const auto spec = spec_of(std::string("attention: {backend: ") + backend + "}");
