@@ -18,8 +18,7 @@ EfficientAttention::EfficientAttention(const LayerOptions& options, patterns::Ma
 }
 
 double EfficientAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "efficient", kwargs_, with_tokens(num_tokens));
+  return *config::backend_pairs_per_head("efficient", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor EfficientAttention::head_outputs(const at::Tensor& x) {

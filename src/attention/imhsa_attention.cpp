@@ -44,7 +44,6 @@ at::Tensor imhsa_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 
 ImhsaAttention::ImhsaAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
     : QkvAttention(options), kwargs_(std::move(kwargs)), num_tokens_(geometry_.num_tokens) {
-  if (num_prefix_tokens_ > 1) throw UsageError("imhsa: at most one class token is supported");
   params_ = config::imhsa_params(kwargs_, geometry_);
   const at::Tensor eye = at::eye(num_heads_);
   w1_q_ = register_parameter("w1_q", eye.clone());
@@ -55,8 +54,7 @@ ImhsaAttention::ImhsaAttention(const LayerOptions& options, patterns::MaskKwargs
 }
 
 double ImhsaAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "imhsa", kwargs_, with_tokens(num_tokens));
+  return *config::backend_pairs_per_head("imhsa", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor ImhsaAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }

@@ -39,8 +39,7 @@ LinformerAttention::LinformerAttention(const LayerOptions& options, patterns::Ma
 }
 
 double LinformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "linformer", kwargs_, with_tokens(num_tokens));
+  return *config::backend_pairs_per_head("linformer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor LinformerAttention::head_outputs(const at::Tensor& x) {

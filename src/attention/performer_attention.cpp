@@ -69,8 +69,7 @@ void PerformerAttention::redraw() {
 }
 
 double PerformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "performer", kwargs_, with_tokens(num_tokens));
+  return *config::backend_pairs_per_head("performer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor PerformerAttention::forward(const at::Tensor& x) {

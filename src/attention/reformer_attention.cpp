@@ -86,8 +86,7 @@ int64_t ReformerAttention::chunk(int64_t num_tokens) const {
 }
 
 double ReformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "reformer", kwargs_, with_tokens(num_tokens));
+  return *config::backend_pairs_per_head("reformer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor ReformerAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }

@@ -40,7 +40,7 @@ VitAttention::VitAttention(const LayerOptions& options, std::optional<patterns::
 }
 
 double VitAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  if (kernel_ == AttentionKernel::kDense || kernel_ == AttentionKernel::kMasked || !pattern_) return static_cast<double>(num_tokens) * num_tokens;
+  if (kernel_ != AttentionKernel::kSparse || !pattern_) return static_cast<double>(num_tokens) * num_tokens;
   return static_cast<double>(pattern_->total_edges()) / pattern_->num_heads();
 }
 

@@ -39,10 +39,10 @@ void prepare(torch::nn::Module& module) {
   }
 }
 
-std::shared_ptr<AttentionModule> build(const std::string& yaml, uint64_t seed = 0) {
-  torch::manual_seed(seed);
+std::shared_ptr<AttentionModule> build(const std::string& yaml, int64_t prefix = 1) {
+  torch::manual_seed(0);
   const config::AttentionSpec spec = spec_of(yaml);
-  const AttentionGeometry geometry{kTokens, 1, kHeads, kHeadDim, 1};
+  const AttentionGeometry geometry{kTokens - 1 + prefix, prefix, kHeads, kHeadDim, 1};
   std::optional<patterns::Pattern> pattern;
   if (spec.has_mask() && !spec.has_dynamic_mask()) pattern = config::build_layer_patterns(spec, geometry)[0];
   LayerOptions options;
@@ -89,9 +89,9 @@ at::Tensor reference_out(const torch::nn::Module& m, const std::vector<at::Tenso
 
 const double kScale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
 
-at::Tensor input(uint64_t seed = 7) {
-  torch::manual_seed(seed);
-  return torch::randn({kBatch, kTokens, kDim}, torch::kFloat64);
+at::Tensor input(int64_t tokens = kTokens) {
+  torch::manual_seed(7);
+  return torch::randn({kBatch, tokens, kDim}, torch::kFloat64);
 }
 
 void expect_matches(AttentionModule& module, const at::Tensor& x, const at::Tensor& reference) {
@@ -255,42 +255,45 @@ at::Tensor pool(const at::Tensor& patches, int64_t grid, int64_t side) {
 }
 
 TEST(BackendModulesGolden, Imhsa) {
-  auto m = build("attention: {backend: imhsa, backend_kwargs: {landmarks: 4}}");
-  const at::Tensor x = input();
-  const HeadQkv qkv = reference_qkv(*m, x);
-  const int64_t grid = 4, side = 2, P = kTokens - 1;
-  // Per head: landmarks = [class token; pooled patches], for queries and keys alike.
-  std::vector<at::Tensor> q_land, k_land, s_q, s_k;
-  for (int64_t h = 0; h < kHeads; ++h) {
-    q_land.push_back(torch::cat({qkv.q[h].narrow(1, 0, 1), pool(qkv.q[h].narrow(1, 1, P), grid, side)}, 1));
-    k_land.push_back(torch::cat({qkv.k[h].narrow(1, 0, 1), pool(qkv.k[h].narrow(1, 1, P), grid, side)}, 1));
-    s_q.push_back(at::matmul(qkv.q[h].narrow(1, 1, P), k_land[h].transpose(1, 2)) * kScale);  // [B, P, L+1]
-    s_k.push_back(at::matmul(q_land[h], qkv.k[h].transpose(1, 2)) * kScale);                  // [B, L+1, N]
-  }
-  // Head mixing: head g gets sum_h W[g][h] * head h, before (W1) and after (W2) each softmax.
-  auto mix = [](const at::Tensor& w, const std::vector<at::Tensor>& per_head) {
-    std::vector<at::Tensor> out;
-    for (int64_t g = 0; g < kHeads; ++g) {
-      at::Tensor sum = torch::zeros_like(per_head[0]);
-      for (int64_t h = 0; h < kHeads; ++h) sum = sum + w[g][h] * per_head[h];
-      out.push_back(sum);
+  for (int64_t prefix : {1, 2, 0}) {  // the class token; two prefix tokens (class + register); none
+    SCOPED_TRACE(prefix);
+    auto m = build("attention: {backend: imhsa, backend_kwargs: {landmarks: 4}}", prefix);
+    const int64_t grid = 4, side = 2, P = grid * grid, N = P + prefix;
+    const at::Tensor x = input(N);
+    const HeadQkv qkv = reference_qkv(*m, x);
+    // Per head: landmarks = [prefix tokens; pooled patches], for queries and keys alike.
+    std::vector<at::Tensor> q_land, k_land, s_q, s_k;
+    for (int64_t h = 0; h < kHeads; ++h) {
+      q_land.push_back(torch::cat({qkv.q[h].narrow(1, 0, prefix), pool(qkv.q[h].narrow(1, prefix, P), grid, side)}, 1));
+      k_land.push_back(torch::cat({qkv.k[h].narrow(1, 0, prefix), pool(qkv.k[h].narrow(1, prefix, P), grid, side)}, 1));
+      s_q.push_back(at::matmul(qkv.q[h].narrow(1, prefix, P), k_land[h].transpose(1, 2)) * kScale);  // [B, P, L']
+      s_k.push_back(at::matmul(q_land[h], qkv.k[h].transpose(1, 2)) * kScale);                       // [B, L', N]
     }
-    return out;
-  };
-  auto softmax_all = [](std::vector<at::Tensor> t) {
-    for (auto& s : t) s = at::softmax(s, -1);
-    return t;
-  };
-  const auto a_q = mix(param(*m, "w2_q"), softmax_all(mix(param(*m, "w1_q"), s_q)));
-  const auto a_k = mix(param(*m, "w2_k"), softmax_all(mix(param(*m, "w1_k"), s_k)));
-  std::vector<at::Tensor> heads;
-  for (int64_t h = 0; h < kHeads; ++h) {
-    // The class token's row: exact softmax attention over every token.
-    const at::Tensor cls = at::matmul(
-        at::softmax(at::matmul(qkv.q[h].narrow(1, 0, 1), qkv.k[h].transpose(1, 2)) * kScale, -1), qkv.v[h]);
-    heads.push_back(torch::cat({cls, at::matmul(a_q[h], at::matmul(a_k[h], qkv.v[h]))}, 1));
+    // Head mixing: head g gets sum_h W[g][h] * head h, before (W1) and after (W2) each softmax.
+    auto mix = [](const at::Tensor& w, const std::vector<at::Tensor>& per_head) {
+      std::vector<at::Tensor> out;
+      for (int64_t g = 0; g < kHeads; ++g) {
+        at::Tensor sum = torch::zeros_like(per_head[0]);
+        for (int64_t h = 0; h < kHeads; ++h) sum = sum + w[g][h] * per_head[h];
+        out.push_back(sum);
+      }
+      return out;
+    };
+    auto softmax_all = [](std::vector<at::Tensor> t) {
+      for (auto& s : t) s = at::softmax(s, -1);
+      return t;
+    };
+    const auto a_q = mix(param(*m, "w2_q"), softmax_all(mix(param(*m, "w1_q"), s_q)));
+    const auto a_k = mix(param(*m, "w2_k"), softmax_all(mix(param(*m, "w1_k"), s_k)));
+    std::vector<at::Tensor> heads;
+    for (int64_t h = 0; h < kHeads; ++h) {
+      // The prefix tokens' rows: exact softmax attention over every token.
+      const at::Tensor cls = at::matmul(
+          at::softmax(at::matmul(qkv.q[h].narrow(1, 0, prefix), qkv.k[h].transpose(1, 2)) * kScale, -1), qkv.v[h]);
+      heads.push_back(torch::cat({cls, at::matmul(a_q[h], at::matmul(a_k[h], qkv.v[h]))}, 1));
+    }
+    expect_matches(*m, x, reference_out(*m, heads));
   }
-  expect_matches(*m, x, reference_out(*m, heads));
 }
 
 // Reformer, query by query: per hash round, tokens sorted by (bucket of the normalised key,
