@@ -72,9 +72,8 @@ class QkvAttention : public AttentionModule {
     return g;
   }
 
-  AttentionGeometry geometry_;
-  int64_t num_heads_, head_dim_;
-  int64_t num_prefix_tokens_, layer_;
+  AttentionGeometry geometry_;  // num_tokens: the length the module was built for (0: any)
+  int64_t layer_;
   double scale_;  // 1 / sqrt(head_dim)
   torch::nn::Linear qkv_{nullptr};
   torch::nn::Linear proj_{nullptr};

@@ -45,7 +45,7 @@ at::Tensor imhsa_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 ImhsaAttention::ImhsaAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
     : QkvAttention(options), kwargs_(std::move(kwargs)), num_tokens_(geometry_.num_tokens) {
   params_ = config::imhsa_params(kwargs_, geometry_);
-  const at::Tensor eye = at::eye(num_heads_);
+  const at::Tensor eye = at::eye(geometry_.num_heads);
   w1_q_ = register_parameter("w1_q", eye.clone());
   w2_q_ = register_parameter("w2_q", eye.clone());
   w1_k_ = register_parameter("w1_k", eye.clone());
@@ -66,7 +66,7 @@ at::Tensor ImhsaAttention::head_outputs(const at::Tensor& x) {
                      std::to_string(x.size(1)));
   const auto [q, k, v] = project_qkv(x);
   const ImhsaMixing mixing{w1_q_, w2_q_, w1_k_, w2_k_};
-  return imhsa_attention(q, k, v, mixing, num_prefix_tokens_, params_.side, scale_);
+  return imhsa_attention(q, k, v, mixing, geometry_.num_prefix_tokens, params_.side, scale_);
 }
 
 }  // namespace sparsevit::attention

@@ -21,7 +21,7 @@ LinformerAttention::LinformerAttention(const LayerOptions& options, patterns::Ma
   params_ = config::linformer_params(kwargs_, geometry_);
   const int64_t k = params_.k, n = num_tokens_;
   const std::vector<int64_t> shape =
-      params_.share == "none" ? std::vector<int64_t>{num_heads_, k, n} : std::vector<int64_t>{k, n};
+      params_.share == "none" ? std::vector<int64_t>{geometry_.num_heads, k, n} : std::vector<int64_t>{k, n};
   // Uniform +-1/sqrt(N): a projected key is a weighted sum of N keys of about the keys' scale.
   const double bound = 1.0 / std::sqrt(static_cast<double>(n));
   auto draw = [&] { return at::empty(shape).uniform_(-bound, bound); };

@@ -50,8 +50,9 @@ at::Tensor favor_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 
 PerformerAttention::PerformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
     : QkvAttention(options), kwargs_(std::move(kwargs)), params_(config::performer_params(kwargs_)) {
-  features_ = register_buffer(
-      "features", orthogonal_random_features(params_.seed, layer_, 0, params_.num_features, head_dim_).to(at::kFloat));
+  const at::Tensor features =
+      orthogonal_random_features(params_.seed, layer_, 0, params_.num_features, geometry_.head_dim);
+  features_ = register_buffer("features", features.to(at::kFloat));
   draws_ = register_buffer("feature_draw", at::zeros({}, at::kLong));
   steps_ = register_buffer("steps_since_draw", at::zeros({}, at::kLong));
   proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
@@ -62,7 +63,7 @@ int64_t PerformerAttention::draws() const { return draws_.item<int64_t>() + 1; }
 void PerformerAttention::redraw() {
   const int64_t draw = draws_.item<int64_t>() + 1;
   const at::Tensor fresh = orthogonal_random_features(params_.seed, layer_, static_cast<uint64_t>(draw),
-                                                      params_.num_features, head_dim_);
+                                                      params_.num_features, geometry_.head_dim);
   features_.copy_(fresh);
   draws_.fill_(draw);
   steps_.zero_();

@@ -75,7 +75,8 @@ ReformerAttention::ReformerAttention(const LayerOptions& options, patterns::Mask
     : QkvAttention(options), kwargs_(std::move(kwargs)) {
   params_ = config::reformer_params(kwargs_, geometry_);
   const at::Tensor rotations =
-      seeded_gaussian(params_.seed, layer_, 0, {num_heads_, params_.hashes, head_dim_, params_.buckets / 2});
+      seeded_gaussian(params_.seed, layer_, 0,
+                      {geometry_.num_heads, params_.hashes, geometry_.head_dim, params_.buckets / 2});
   rotations_ = register_buffer("rotations", rotations.to(at::kFloat));
   proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
@@ -107,7 +108,7 @@ at::Tensor ReformerAttention::head_outputs(const at::Tensor& x) {
 at::Tensor ReformerAttention::attention_probs(const at::Tensor& x) {
   const auto [q, k, v] = queries_keys_values(x);
   const int64_t B = x.size(0), N = x.size(1);
-  const at::Tensor eye = at::eye(N, v.options()).expand({B, num_heads_, N, N});
+  const at::Tensor eye = at::eye(N, v.options()).expand({B, geometry_.num_heads, N, N});
   return reformer_attention(q, k, eye, rotations_, chunk(N), scale_, params_.shared_qk);
 }
 

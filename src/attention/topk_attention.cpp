@@ -53,7 +53,7 @@ at::Tensor TopkAttention::head_outputs(const at::Tensor& x) {
 at::Tensor TopkAttention::attention_probs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
   const int64_t B = x.size(0), N = x.size(1);
-  const at::Tensor eye = at::eye(N, v.options()).expand({B, num_heads_, N, N});
+  const at::Tensor eye = at::eye(N, v.options()).expand({B, geometry_.num_heads, N, N});
   return topk_attention(q, k, eye, keys_per_query(N), scale_, query_chunk_);
 }
 

@@ -25,9 +25,9 @@ VitAttention::VitAttention(const LayerOptions& options, std::optional<patterns::
     pattern_.reset();
     return;
   }
-  if (pattern_->num_heads() != num_heads_)
+  if (pattern_->num_heads() != geometry_.num_heads)
     throw UsageError("attention: the pattern has " + std::to_string(pattern_->num_heads()) + " heads, the layer " +
-                     std::to_string(num_heads_));
+                     std::to_string(geometry_.num_heads));
   kernel_ = kernel != AttentionKernel::kAuto ? kernel
             : patterns::density(*pattern_) < sparse_kernel_density_threshold() ? AttentionKernel::kSparse
                                                                                 : AttentionKernel::kMasked;

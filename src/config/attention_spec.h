@@ -25,8 +25,9 @@
 
 namespace sparsevit::config {
 
-// Which kernel runs a static pattern (`kernel:`), resolved once when the config is parsed.
-// auto: sparse below the density threshold, masked above it (attention/vit_attention.h).
+// Which kernel runs a static pattern (`kernel:`), parsed once with the config; `auto` is
+// resolved once per layer when its module is built (sparse below the density threshold,
+// masked above it: attention/vit_attention.h).
 enum class AttentionKernel { kAuto, kSparse, kMasked, kDense };
 // "auto" | "sparse" | "masked" | "dense": the config spelling, for logs and reports.
 const std::string& kernel_name(AttentionKernel kernel);
