@@ -37,7 +37,7 @@ const std::vector<AttentionBackend>& attention_backends() {
        {{"k", "min(64, N)", "projected length (1..N)"},
         {"share", "headwise",
          "`none`: E, F per head; `headwise`: E, F shared by the heads; `kv`: one E for keys and values, all "
-         "heads; `layerwise`: as `kv` (each layer keeps its own E, see docs/architecture.md)"}},
+         "heads; `layerwise`: one E for keys, values, all heads and all layers (the model's attn_shared.linformer_E)"}},
        false},
       {"efficient",
        "Efficient Attention (Shen et al. 2021): softmax of Q over features, of K over tokens, rho_q(Q) (rho_k(K)^T V)",

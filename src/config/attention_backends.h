@@ -34,7 +34,7 @@ void validate_backend_kwargs(const std::string& backend, const patterns::MaskKwa
 
 struct LinformerParams {
   int64_t k = 64;                    // projected length (default min(64, N))
-  std::string share = "headwise";    // none | headwise | kv | layerwise
+  std::string share = "headwise";    // none | headwise | kv | layerwise (one E for every layer)
 };
 struct EfficientParams {
   int64_t key_dim = 0;  // query/key channels per head (<= head_dim); the values keep head_dim
