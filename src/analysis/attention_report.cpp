@@ -37,18 +37,18 @@ LayerReport report_layer(const patterns::Pattern& p) {
 }
 
 // Every query attends every key: the dense layer.
-LayerReport dense_layer(const AttentionShape& s) {
+LayerReport dense_layer(const AttentionGeometry& s) {
   LayerReport layer;
   const int64_t n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
-  for (int32_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * n, patches * patches, std::nullopt, std::nullopt});
+  for (int64_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * n, patches * patches, std::nullopt, std::nullopt});
   return layer;
 }
 
 // Top-k keeps k keys per query but scores every pair to choose them.
-LayerReport topk_layer(const AttentionShape& s, int64_t k) {
+LayerReport topk_layer(const AttentionGeometry& s, int64_t k) {
   LayerReport layer;
   const int64_t n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
-  for (int32_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * k, patches * std::min(k, patches), std::nullopt, std::nullopt});
+  for (int64_t h = 0; h < s.num_heads; ++h) layer.heads.push_back(HeadReport{n * k, patches * std::min(k, patches), std::nullopt, std::nullopt});
   layer.density = static_cast<double>(k) / n;
   layer.pruning_ratio = patches > 0 ? 1.0 - static_cast<double>(std::min(k, patches)) / patches : 0.0;
   layer.mean_head_overlap = layer.union_coverage = std::nan("");
@@ -57,10 +57,10 @@ LayerReport topk_layer(const AttentionShape& s, int64_t k) {
 
 // A backend without a pattern: every head costs `pairs` equivalent pairs (`patch_pairs` when the
 // class token is left out), reported like a pattern of that many edges.
-LayerReport equivalent_layer(const AttentionShape& s, double pairs, double patch_pairs) {
+LayerReport equivalent_layer(const AttentionGeometry& s, double pairs, double patch_pairs) {
   LayerReport layer;
   const double n = s.num_tokens, patches = s.num_tokens - s.num_prefix_tokens;
-  for (int32_t h = 0; h < s.num_heads; ++h)
+  for (int64_t h = 0; h < s.num_heads; ++h)
     layer.heads.push_back(HeadReport{std::llround(pairs), std::llround(patch_pairs), std::nullopt, std::nullopt});
   layer.density = pairs / (n * n);
   layer.pruning_ratio = patches > 0 ? std::max(0.0, 1.0 - patch_pairs / (patches * patches)) : 0.0;
@@ -70,48 +70,45 @@ LayerReport equivalent_layer(const AttentionShape& s, double pairs, double patch
 
 }  // namespace
 
-AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape) {
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionGeometry& shape) {
   return attention_report(spec, shape,
-                          config::build_layer_patterns(spec, shape.num_tokens, shape.num_heads, shape.num_layers,
-                                                       shape.num_prefix_tokens));
+                          config::build_layer_patterns(spec, shape));
 }
 
-AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape,
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionGeometry& shape,
                                  const std::vector<std::optional<patterns::Pattern>>& layers) {
   AttentionReport r;
-  r.shape = shape;
+  r.geometry = shape;
   r.backend = spec.backend;
   r.mask = spec.mask;
-  r.kernel = spec.kernel;
+  r.kernel = config::kernel_name(spec.kernel);
   r.dynamic = spec.has_dynamic_mask();
   const double d = shape.head_dim;
   const double n = shape.num_tokens, patches = shape.num_tokens - shape.num_prefix_tokens;
   double pruning = 0, density = 0, gflops = 0, gflops_patch = 0;
-  const config::BackendShape backend_shape{shape.num_tokens, shape.num_heads, shape.head_dim, shape.num_prefix_tokens};
   const std::optional<double> backend_pairs =
-      config::backend_pairs_per_head(spec.backend, spec.backend_kwargs, backend_shape);
+      config::backend_pairs_per_head(spec.backend, spec.backend_kwargs, shape);
   // The patch-only number: the same backend on the patch tokens alone.
   std::optional<double> backend_patch_pairs;
   if (backend_pairs)
     backend_patch_pairs = config::backend_pairs_per_head(
         spec.backend, spec.backend_kwargs,
-        config::BackendShape{shape.num_tokens - shape.num_prefix_tokens, shape.num_heads, shape.head_dim, 0});
+        shape.patches_only());
   r.equivalent_pairs = backend_pairs.has_value();
-  for (int32_t l = 0; l < shape.num_layers; ++l) {
+  for (int64_t l = 0; l < shape.num_layers; ++l) {
     LayerReport layer;
     if (backend_pairs) {
       layer = equivalent_layer(shape, *backend_pairs, *backend_patch_pairs);
       gflops += shape.num_heads * patterns::attention_gflops_for_pairs(*backend_pairs, shape.head_dim);
       gflops_patch += shape.num_heads * patterns::attention_gflops_for_pairs(*backend_patch_pairs, shape.head_dim);
-    } else if (l < static_cast<int32_t>(layers.size()) && layers[l]) {
+    } else if (l < static_cast<int64_t>(layers.size()) && layers[l]) {
       layer = report_layer(*layers[l]);
       gflops += patterns::attention_gflops(*layers[l], shape.head_dim);
       gflops_patch += patterns::attention_gflops_patch(*layers[l], shape.head_dim);
       for (const auto& w : layers[l]->warnings())
         if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
     } else if (r.dynamic) {
-      const patterns::MaskContext ctx{shape.num_tokens, shape.num_heads, l, shape.num_layers, shape.num_prefix_tokens};
-      r.keys_per_query = patterns::topk_keys_per_query(ctx, spec.mask_kwargs);
+      r.keys_per_query = patterns::topk_keys_per_query(patterns::MaskContext{shape, l}, spec.mask_kwargs);
       layer = topk_layer(shape, r.keys_per_query);
       const double k = r.keys_per_query;
       // Q.K^T over every pair (to select), P.V over the k kept: d multiply-adds each.
@@ -153,10 +150,10 @@ nlohmann::json report_to_json(const AttentionReport& r) {
   nlohmann::json out = {
       {"backend", r.backend},
       {"mask", r.mask.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.mask)},
-      {"tokens", r.shape.num_tokens},
-      {"heads", r.shape.num_heads},
-      {"layers", r.shape.num_layers},
-      {"head_dim", r.shape.head_dim},
+      {"tokens", r.geometry.num_tokens},
+      {"heads", r.geometry.num_heads},
+      {"layers", r.geometry.num_layers},
+      {"head_dim", r.geometry.head_dim},
       {"pruning_ratio", r.pruning_ratio},
       {"density", r.density},
       {"attention_gflops", r.attention_gflops},
@@ -170,7 +167,7 @@ nlohmann::json report_to_json(const AttentionReport& r) {
 
 std::string format_report_table(const AttentionReport& r) {
   std::string out;
-  const auto& s = r.shape;
+  const auto& s = r.geometry;
   out += fmt::format("attention: backend={} mask={}{}  tokens={} heads={} layers={} head_dim={}\n", r.backend,
                      r.equivalent_pairs ? "none" : r.mask.empty() ? "none (dense)" : r.mask,
                      r.dynamic ? " (dynamic)" : "", s.num_tokens, s.num_heads, s.num_layers, s.head_dim);

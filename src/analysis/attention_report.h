@@ -11,16 +11,9 @@
 
 #include "config/attention_spec.h"
 #include "patterns/pattern.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::analysis {
-
-struct AttentionShape {
-  int32_t num_tokens = 197;
-  int32_t num_heads = 12;
-  int32_t num_layers = 12;
-  int32_t head_dim = 64;
-  int32_t num_prefix_tokens = 1;
-};
 
 struct HeadReport {
   int64_t edges = 0;        // computed pairs (class token included)
@@ -38,7 +31,7 @@ struct LayerReport {
 };
 
 struct AttentionReport {
-  AttentionShape shape;
+  AttentionGeometry geometry;
   std::string backend;
   std::string mask;           // "" when dense
   std::string kernel;
@@ -56,9 +49,9 @@ struct AttentionReport {
 };
 
 // Builds the layers' patterns from the spec and reports on them.
-AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape);
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionGeometry& geometry);
 // Reports on patterns already built (nullopt layers are dense, or dynamic when the spec says so).
-AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionShape& shape,
+AttentionReport attention_report(const config::AttentionSpec& spec, const AttentionGeometry& geometry,
                                  const std::vector<std::optional<patterns::Pattern>>& layers);
 
 // The `masks --json` object.

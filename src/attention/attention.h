@@ -11,23 +11,27 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "attention/shared_attention_parameters.h"
 #include "config/attention_spec.h"
 #include "patterns/pattern.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::attention {
 
-struct AttentionDims {
-  int64_t dim = 768;
-  int64_t num_heads = 12;
+// What one layer's attention module is built from: the model's attention geometry (embed_dim
+// = num_heads * head_dim; backends built for one sequence read num_tokens: linformer's E, F,
+// imhsa's grid; 0 tokens = unknown, and those refuse to build), the layer's index, and timm's options.
+struct LayerOptions {
+  AttentionGeometry geometry;
+  int64_t layer = 0;  // 0-based; seeds per-layer randomness (performer, reformer)
   bool qkv_bias = true;
   double attn_drop = 0.0;
   double proj_drop = 0.0;
-  // What backends that are built for one sequence need (linformer's E, F; imhsa's grid);
-  // 0 = unknown (backends that need it refuse to build).
-  int64_t num_tokens = 0;
-  int64_t num_prefix_tokens = 1;  // the class token
-  int64_t layer = 0;              // seeds per-layer randomness (performer, reformer)
+  // Parameters every layer of the model shares (linformer `share: layerwise`). The model owns
+  // it and registers it once; nullptr (a module built alone) keeps them in the module itself.
+  std::shared_ptr<SharedAttentionParameters> shared;
 };
 
 // forward(x [B, N, C]) -> [B, N, C]. Parameters `qkv` and `proj` as in timm.
@@ -56,14 +60,20 @@ class AttentionModule : public torch::nn::Module {
 // projection back (timm's parameter names `qkv` and `proj`).
 class QkvAttention : public AttentionModule {
  protected:
-  explicit QkvAttention(const AttentionDims& dims);
+  explicit QkvAttention(const LayerOptions& options);
   // x [B, N, C] -> q, k, v, each [B, H, N, D].
   std::array<at::Tensor, 3> project_qkv(const at::Tensor& x);
   // heads [B, H, N, D] -> [B, N, C] through `proj`.
   at::Tensor project_out(const at::Tensor& heads);
+  // The layer's geometry for a sequence of `num_tokens` tokens (what the cost functions take).
+  AttentionGeometry with_tokens(int64_t num_tokens) const {
+    AttentionGeometry g = geometry_;
+    g.num_tokens = num_tokens;
+    return g;
+  }
 
-  int64_t num_heads_, head_dim_;
-  int64_t num_prefix_tokens_, layer_;
+  AttentionGeometry geometry_;  // num_tokens: the length the module was built for (0: any)
+  int64_t layer_;
   double scale_;  // 1 / sqrt(head_dim)
   torch::nn::Linear qkv_{nullptr};
   torch::nn::Linear proj_{nullptr};
@@ -71,10 +81,16 @@ class QkvAttention : public AttentionModule {
 
 // Builds the module for one layer from the spec; `layer_pattern` is that layer's static
 // pattern (nullopt for dense layers and dynamic masks).
-std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const AttentionDims& dims,
+std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const LayerOptions& options,
                                                 std::optional<patterns::Pattern> layer_pattern);
 
+// The backends that have a factory: the names of config::attention_backends(), in its order.
 std::vector<std::string> attention_backend_names();
+// Every backend of config::attention_backends() has a factory and every factory a table entry;
+// throws std::logic_error naming the mismatch. Runs once when the program starts.
+void check_backend_registry();
+// The check itself, on two name lists (exposed for its test).
+void check_backend_names(const std::vector<std::string>& listed, const std::vector<std::string>& with_factory);
 
 // Density below which `kernel: auto` runs the sparse operator instead of dense masked
 // attention (see docs/ops.md for the measurement behind it).

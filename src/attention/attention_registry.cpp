@@ -1,7 +1,10 @@
-// The registry of attention backends: config name -> module factory.
+// The registry of attention backends: config name -> module factory. The names and their docs
+// are config::attention_backends() (one list); this file adds a factory to each, and
+// check_backend_registry() refuses a name without a factory or a factory without a name.
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
 #include "attention/attention.h"
 #include "attention/efficient_attention.h"
@@ -11,44 +14,45 @@
 #include "attention/reformer_attention.h"
 #include "attention/topk_attention.h"
 #include "attention/vit_attention.h"
-#include "util/did_you_mean.h"
+#include "config/attention_backends.h"
 #include "util/errors.h"
 
 namespace sparsevit::attention {
 namespace {
 
-using Factory = std::function<std::shared_ptr<AttentionModule>(const config::AttentionSpec&, const AttentionDims&,
+using Factory = std::function<std::shared_ptr<AttentionModule>(const config::AttentionSpec&, const LayerOptions&,
                                                                std::optional<patterns::Pattern>)>;
 
 // A backend whose score step is its own (no pattern): built from its backend_kwargs.
 template <class Backend>
 Factory backend_without_mask(const std::string& name) {
-  return [name](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern>) {
+  return [name](const config::AttentionSpec& spec, const LayerOptions& options, std::optional<patterns::Pattern>) {
     if (spec.has_mask()) throw UsageError(spec.source + ": backend '" + name + "' takes no mask");
-    if (dims.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported by backend '" + name + "'");
-    return std::shared_ptr<AttentionModule>(std::make_shared<Backend>(dims, spec.backend_kwargs));
+    if (options.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported by backend '" + name + "'");
+    return std::shared_ptr<AttentionModule>(std::make_shared<Backend>(options, spec.backend_kwargs));
   };
 }
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> table = {
       {"vit",
-       [](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern> pattern) {
+       [](const config::AttentionSpec& spec, const LayerOptions& options, std::optional<patterns::Pattern> pattern) {
          if (spec.has_dynamic_mask()) {
-           if (dims.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported with top-k");
-           return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(dims, spec.mask_kwargs));
+           if (options.attn_drop > 0) throw UsageError("attention: attn_drop > 0 is not supported with top-k");
+           return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(options, spec.mask_kwargs));
          }
-         return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(dims, std::move(pattern), spec.kernel));
+         return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(options, std::move(pattern), spec.kernel));
        }},
       {"topk",
-       [](const config::AttentionSpec& spec, const AttentionDims& dims, std::optional<patterns::Pattern>) {
+       [](const config::AttentionSpec& spec, const LayerOptions& options, std::optional<patterns::Pattern>) {
          if (spec.has_mask() && spec.mask != "topk")
            throw UsageError(spec.source + ": backend 'topk' takes `mask: topk` (or no mask), not '" + spec.mask + "'");
-         return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(dims, spec.mask_kwargs));
+         return std::shared_ptr<AttentionModule>(std::make_shared<TopkAttention>(options, spec.mask_kwargs));
        }},
       {"dense",
-       [](const config::AttentionSpec&, const AttentionDims& dims, std::optional<patterns::Pattern>) {
-         return std::shared_ptr<AttentionModule>(std::make_shared<VitAttention>(dims, std::nullopt, "dense"));
+       [](const config::AttentionSpec&, const LayerOptions& options, std::optional<patterns::Pattern>) {
+         return std::shared_ptr<AttentionModule>(
+             std::make_shared<VitAttention>(options, std::nullopt, config::AttentionKernel::kDense));
        }},
       {"linformer", backend_without_mask<LinformerAttention>("linformer")},
       {"efficient", backend_without_mask<EfficientAttention>("efficient")},
@@ -59,20 +63,36 @@ const std::map<std::string, Factory>& factories() {
   return table;
 }
 
+// A mismatch between the two lists is a programming error: fail when the program starts
+// (static initialisation of this file, which every model build links), not at the first use.
+[[maybe_unused]] const bool kRegistryChecked = (check_backend_registry(), true);
+
 }  // namespace
 
-std::vector<std::string> attention_backend_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : factories()) names.push_back(name);
-  return names;
+void check_backend_names(const std::vector<std::string>& listed, const std::vector<std::string>& with_factory) {
+  auto contains = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::string problems;
+  for (const auto& name : listed)
+    if (!contains(with_factory, name)) problems += " backend '" + name + "' has no factory;";
+  for (const auto& name : with_factory)
+    if (!contains(listed, name)) problems += " factory '" + name + "' is not in config::attention_backends();";
+  if (!problems.empty()) throw std::logic_error("attention backend registry:" + problems);
 }
 
-std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const AttentionDims& dims,
+void check_backend_registry() {
+  std::vector<std::string> with_factory;
+  for (const auto& [name, factory] : factories()) with_factory.push_back(name);
+  check_backend_names(config::backend_names(), with_factory);
+}
+
+std::vector<std::string> attention_backend_names() { return config::backend_names(); }
+
+std::shared_ptr<AttentionModule> make_attention(const config::AttentionSpec& spec, const LayerOptions& options,
                                                 std::optional<patterns::Pattern> layer_pattern) {
-  const auto it = factories().find(spec.backend);
-  if (it == factories().end())
-    throw UsageError(unknown_name_message("attention backend", spec.backend, attention_backend_names()));
-  return it->second(spec, dims, std::move(layer_pattern));
+  // find_backend throws the "did you mean" UsageError for a name the table does not know.
+  return factories().at(config::find_backend(spec.backend).name)(spec, options, std::move(layer_pattern));
 }
 
 // Measured with `sparsevit bench --backward` (docs/ops.md): the sparse operator beats dense masked

@@ -10,17 +10,15 @@ at::Tensor efficient_attention(const at::Tensor& q, const at::Tensor& k, const a
   return at::matmul(rho_q, at::matmul(rho_k.transpose(-2, -1), v));
 }
 
-EfficientAttention::EfficientAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)) {
-  key_dim_ = config::efficient_params(kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_,
-                                                                    dims.num_prefix_tokens})
+EfficientAttention::EfficientAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)) {
+  key_dim_ = config::efficient_params(kwargs_, geometry_)
                  .key_dim;
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 double EfficientAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "efficient", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+  return *config::backend_pairs_per_head("efficient", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor EfficientAttention::head_outputs(const at::Tensor& x) {

@@ -15,7 +15,7 @@ namespace sparsevit::attention {
 
 class EfficientAttention : public QkvAttention {
  public:
-  EfficientAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
+  EfficientAttention(const LayerOptions& options, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;

@@ -42,22 +42,19 @@ at::Tensor imhsa_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   return at::cat({cls, patches}, 2);
 }
 
-ImhsaAttention::ImhsaAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)), num_tokens_(dims.num_tokens) {
-  if (dims.num_prefix_tokens > 1) throw UsageError("imhsa: at most one class token is supported");
-  params_ = config::imhsa_params(kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_,
-                                                               dims.num_prefix_tokens});
-  const at::Tensor eye = at::eye(num_heads_);
+ImhsaAttention::ImhsaAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)), num_tokens_(geometry_.num_tokens) {
+  params_ = config::imhsa_params(kwargs_, geometry_);
+  const at::Tensor eye = at::eye(geometry_.num_heads);
   w1_q_ = register_parameter("w1_q", eye.clone());
   w2_q_ = register_parameter("w2_q", eye.clone());
   w1_k_ = register_parameter("w1_k", eye.clone());
   w2_k_ = register_parameter("w2_k", eye.clone());
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 double ImhsaAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "imhsa", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+  return *config::backend_pairs_per_head("imhsa", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor ImhsaAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
@@ -69,7 +66,7 @@ at::Tensor ImhsaAttention::head_outputs(const at::Tensor& x) {
                      std::to_string(x.size(1)));
   const auto [q, k, v] = project_qkv(x);
   const ImhsaMixing mixing{w1_q_, w2_q_, w1_k_, w2_k_};
-  return imhsa_attention(q, k, v, mixing, num_prefix_tokens_, params_.side, scale_);
+  return imhsa_attention(q, k, v, mixing, geometry_.num_prefix_tokens, params_.side, scale_);
 }
 
 }  // namespace sparsevit::attention

@@ -16,24 +16,30 @@ at::Tensor linformer_attention(const at::Tensor& q, const at::Tensor& k, const a
   return at::matmul(at::softmax(at::matmul(q, keys.transpose(-2, -1)) * scale, -1), values);
 }
 
-LinformerAttention::LinformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)), num_tokens_(dims.num_tokens) {
-  params_ = config::linformer_params(
-      kwargs_, config::BackendShape{dims.num_tokens, num_heads_, head_dim_, dims.num_prefix_tokens});
+LinformerAttention::LinformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)), num_tokens_(geometry_.num_tokens) {
+  params_ = config::linformer_params(kwargs_, geometry_);
   const int64_t k = params_.k, n = num_tokens_;
   const std::vector<int64_t> shape =
-      params_.share == "none" ? std::vector<int64_t>{num_heads_, k, n} : std::vector<int64_t>{k, n};
+      params_.share == "none" ? std::vector<int64_t>{geometry_.num_heads, k, n} : std::vector<int64_t>{k, n};
   // Uniform +-1/sqrt(N): a projected key is a weighted sum of N keys of about the keys' scale.
   const double bound = 1.0 / std::sqrt(static_cast<double>(n));
-  e_ = register_parameter("E", at::empty(shape).uniform_(-bound, bound));
-  const bool shared_kv = params_.share == "kv" || params_.share == "layerwise";
-  f_ = shared_kv ? e_ : register_parameter("F", at::empty(shape).uniform_(-bound, bound));
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  auto draw = [&] { return at::empty(shape).uniform_(-bound, bound); };
+  if (params_.share == "layerwise" && options.shared) {
+    // One E for the whole model: the model's holder owns (and registers) it; this layer only
+    // computes with it, so it is neither a parameter of this module nor counted twice.
+    e_ = options.shared->get_or_create("linformer_E", shape, draw);
+    f_ = e_;
+  } else {
+    e_ = register_parameter("E", draw());
+    const bool shared_kv = params_.share == "kv" || params_.share == "layerwise";
+    f_ = shared_kv ? e_ : register_parameter("F", draw());
+  }
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 double LinformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "linformer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+  return *config::backend_pairs_per_head("linformer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor LinformerAttention::head_outputs(const at::Tensor& x) {

@@ -1,8 +1,9 @@
 // Backend `linformer` (Wang et al. 2020): keys and values are projected along the sequence by
 // learned E, F [k, N], so each query scores k projected keys: O(N k) instead of O(N^2).
 // Sharing (`share`): none (E, F per head), headwise (E, F shared by the heads), kv (one E for
-// keys and values and every head), layerwise (as kv: modules are built per layer, so each
-// layer keeps its own E instead of one E for the whole model).
+// keys and values and every head), layerwise (one E for keys, values, every head and every
+// layer: the model passes every layer the same SharedAttentionParameters, which holds E once
+// as `attn_shared.linformer_E`; a module built alone keeps it as its own `E`).
 #pragma once
 
 #include <torch/nn/modules/dropout.h>
@@ -14,7 +15,7 @@ namespace sparsevit::attention {
 
 class LinformerAttention : public QkvAttention {
  public:
-  LinformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
+  LinformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;
@@ -22,7 +23,8 @@ class LinformerAttention : public QkvAttention {
   double computed_pairs_per_head(int64_t num_tokens) const override;
 
   const config::LinformerParams& params() const { return params_; }
-  // [k, N] when shared by the heads, [H, k, N] per head; F aliases E when keys and values share.
+  // [k, N] when shared by the heads, [H, k, N] per head; F aliases E when keys and values share
+  // (and with `layerwise` in a model, E is the one tensor every layer holds).
   const at::Tensor& key_projection() const { return e_; }
   const at::Tensor& value_projection() const { return f_; }
 

@@ -48,13 +48,14 @@ at::Tensor favor_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   return at::matmul(phi_q, context) / denominator;
 }
 
-PerformerAttention::PerformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs)
-    : QkvAttention(dims), kwargs_(std::move(kwargs)), params_(config::performer_params(kwargs_)) {
-  features_ = register_buffer(
-      "features", orthogonal_random_features(params_.seed, layer_, 0, params_.num_features, head_dim_).to(at::kFloat));
+PerformerAttention::PerformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs)
+    : QkvAttention(options), kwargs_(std::move(kwargs)), params_(config::performer_params(kwargs_)) {
+  const at::Tensor features =
+      orthogonal_random_features(params_.seed, layer_, 0, params_.num_features, geometry_.head_dim);
+  features_ = register_buffer("features", features.to(at::kFloat));
   draws_ = register_buffer("feature_draw", at::zeros({}, at::kLong));
   steps_ = register_buffer("steps_since_draw", at::zeros({}, at::kLong));
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
 }
 
 int64_t PerformerAttention::draws() const { return draws_.item<int64_t>() + 1; }
@@ -62,15 +63,14 @@ int64_t PerformerAttention::draws() const { return draws_.item<int64_t>() + 1; }
 void PerformerAttention::redraw() {
   const int64_t draw = draws_.item<int64_t>() + 1;
   const at::Tensor fresh = orthogonal_random_features(params_.seed, layer_, static_cast<uint64_t>(draw),
-                                                      params_.num_features, head_dim_);
+                                                      params_.num_features, geometry_.head_dim);
   features_.copy_(fresh);
   draws_.fill_(draw);
   steps_.zero_();
 }
 
 double PerformerAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  return *config::backend_pairs_per_head(
-      "performer", kwargs_, config::BackendShape{num_tokens, num_heads_, head_dim_, num_prefix_tokens_});
+  return *config::backend_pairs_per_head("performer", kwargs_, with_tokens(num_tokens));
 }
 
 at::Tensor PerformerAttention::forward(const at::Tensor& x) {

@@ -18,7 +18,7 @@ namespace sparsevit::attention {
 
 class PerformerAttention : public QkvAttention {
  public:
-  PerformerAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs);
+  PerformerAttention(const LayerOptions& options, patterns::MaskKwargs kwargs);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;

@@ -30,12 +30,11 @@ at::Tensor topk_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
   return at::cat(chunks, 2);
 }
 
-TopkAttention::TopkAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs, int64_t query_chunk)
-    : QkvAttention(dims), query_chunk_(query_chunk), kwargs_(std::move(kwargs)) {}
+TopkAttention::TopkAttention(const LayerOptions& options, patterns::MaskKwargs kwargs, int64_t query_chunk)
+    : QkvAttention(options), query_chunk_(query_chunk), kwargs_(std::move(kwargs)) {}
 
 int64_t TopkAttention::keys_per_query(int64_t num_tokens) const {
-  const patterns::MaskContext ctx{static_cast<int32_t>(num_tokens), static_cast<int32_t>(num_heads_), 0, 1, 1};
-  return patterns::topk_keys_per_query(ctx, kwargs_, progress_);
+  return patterns::topk_keys_per_query(patterns::MaskContext{with_tokens(num_tokens), layer_}, kwargs_, progress_);
 }
 
 double TopkAttention::computed_pairs_per_head(int64_t num_tokens) const {
@@ -54,7 +53,7 @@ at::Tensor TopkAttention::head_outputs(const at::Tensor& x) {
 at::Tensor TopkAttention::attention_probs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
   const int64_t B = x.size(0), N = x.size(1);
-  const at::Tensor eye = at::eye(N, v.options()).expand({B, num_heads_, N, N});
+  const at::Tensor eye = at::eye(N, v.options()).expand({B, geometry_.num_heads, N, N});
   return topk_attention(q, k, eye, keys_per_query(N), scale_, query_chunk_);
 }
 

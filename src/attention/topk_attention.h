@@ -10,7 +10,7 @@ namespace sparsevit::attention {
 
 class TopkAttention : public QkvAttention {
  public:
-  TopkAttention(const AttentionDims& dims, patterns::MaskKwargs kwargs, int64_t query_chunk = 64);
+  TopkAttention(const LayerOptions& options, patterns::MaskKwargs kwargs, int64_t query_chunk = 64);
 
   at::Tensor forward(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;

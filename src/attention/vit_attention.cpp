@@ -12,32 +12,35 @@
 
 namespace sparsevit::attention {
 
-VitAttention::VitAttention(const AttentionDims& dims, std::optional<patterns::Pattern> pattern,
-                           const std::string& kernel)
-    : QkvAttention(dims), pattern_(std::move(pattern)) {
-  attn_drop_ = register_module("attn_drop", torch::nn::Dropout(dims.attn_drop));
-  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(dims.proj_drop));
+using config::AttentionKernel;
 
-  if (!pattern_ || kernel == "dense") {
-    kernel_ = "dense";
+VitAttention::VitAttention(const LayerOptions& options, std::optional<patterns::Pattern> pattern,
+                           config::AttentionKernel kernel)
+    : QkvAttention(options), pattern_(std::move(pattern)) {
+  attn_drop_ = register_module("attn_drop", torch::nn::Dropout(options.attn_drop));
+  proj_drop_ = register_module("proj_drop", torch::nn::Dropout(options.proj_drop));
+
+  if (!pattern_ || kernel == AttentionKernel::kDense) {
+    kernel_ = AttentionKernel::kDense;
     pattern_.reset();
     return;
   }
-  if (pattern_->num_heads() != num_heads_)
+  if (pattern_->num_heads() != geometry_.num_heads)
     throw UsageError("attention: the pattern has " + std::to_string(pattern_->num_heads()) + " heads, the layer " +
-                     std::to_string(num_heads_));
-  kernel_ = kernel == "auto" ? (patterns::density(*pattern_) < sparse_kernel_density_threshold() ? "sparse" : "masked")
-                             : kernel;
-  if (dims.attn_drop > 0)
+                     std::to_string(geometry_.num_heads));
+  kernel_ = kernel != AttentionKernel::kAuto ? kernel
+            : patterns::density(*pattern_) < sparse_kernel_density_threshold() ? AttentionKernel::kSparse
+                                                                                : AttentionKernel::kMasked;
+  if (options.attn_drop > 0)
     throw UsageError("attention: attn_drop > 0 is supported only by dense attention (no mask)");
   const ops::PatternTensors tensors = ops::pattern_tensors(*pattern_);
   row_ptr_ = register_buffer("row_ptr", tensors.row_ptr.clone());
   col_idx_ = register_buffer("col_idx", tensors.col_idx.clone());
-  if (kernel_ == "masked") mask_ = ops::csr_to_dense_mask(row_ptr_, col_idx_, pattern_->num_tokens());
+  if (kernel_ == AttentionKernel::kMasked) mask_ = ops::csr_to_dense_mask(row_ptr_, col_idx_, pattern_->num_tokens());
 }
 
 double VitAttention::computed_pairs_per_head(int64_t num_tokens) const {
-  if (kernel_ == "dense" || kernel_ == "masked" || !pattern_) return static_cast<double>(num_tokens) * num_tokens;
+  if (kernel_ != AttentionKernel::kSparse || !pattern_) return static_cast<double>(num_tokens) * num_tokens;
   return static_cast<double>(pattern_->total_edges()) / pattern_->num_heads();
 }
 
@@ -50,8 +53,8 @@ void VitAttention::check_tokens(const at::Tensor& x) const {
 at::Tensor VitAttention::head_outputs(const at::Tensor& x) {
   check_tokens(x);
   const auto [q, k, v] = project_qkv(x);
-  if (kernel_ == "sparse") return ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
-  if (kernel_ == "masked") return ops::masked_attention(q, k, v, mask_.to(x.device()), scale_);
+  if (kernel_ == AttentionKernel::kSparse) return ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
+  if (kernel_ == AttentionKernel::kMasked) return ops::masked_attention(q, k, v, mask_.to(x.device()), scale_);
   const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
   return at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
 }
@@ -62,8 +65,8 @@ at::Tensor VitAttention::attention_probs(const at::Tensor& x) {
   check_tokens(x);
   const auto [q, k, v] = project_qkv(x);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
-  if (kernel_ == "dense") return at::softmax(scores, -1);
-  const at::Tensor mask = kernel_ == "masked" ? mask_.to(x.device())
+  if (kernel_ == AttentionKernel::kDense) return at::softmax(scores, -1);
+  const at::Tensor mask = kernel_ == AttentionKernel::kMasked ? mask_.to(x.device())
                                               : ops::csr_to_dense_mask(row_ptr_, col_idx_, pattern_->num_tokens()).to(x.device());
   // Rows without keys give zeros, as the kernels do (softmax of all -inf would be NaN).
   return at::softmax(scores.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity()), -1)

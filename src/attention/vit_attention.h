@@ -11,10 +11,12 @@ namespace sparsevit::attention {
 
 class VitAttention : public QkvAttention {
  public:
-  VitAttention(const AttentionDims& dims, std::optional<patterns::Pattern> pattern, const std::string& kernel);
+  // `kernel` auto resolves here, once: sparse below sparse_kernel_density_threshold(), else masked.
+  VitAttention(const LayerOptions& options, std::optional<patterns::Pattern> pattern, config::AttentionKernel kernel);
 
   at::Tensor forward(const at::Tensor& x) override;
-  std::string kernel_name() const override { return kernel_; }
+  std::string kernel_name() const override { return config::kernel_name(kernel_); }
+  config::AttentionKernel kernel() const { return kernel_; }  // resolved: dense | masked | sparse
   double computed_pairs_per_head(int64_t num_tokens) const override;
   at::Tensor attention_probs(const at::Tensor& x) override;
   at::Tensor head_outputs(const at::Tensor& x) override;
@@ -24,7 +26,7 @@ class VitAttention : public QkvAttention {
  private:
   void check_tokens(const at::Tensor& x) const;
 
-  std::string kernel_;  // resolved: dense | masked | sparse
+  config::AttentionKernel kernel_;  // resolved: dense | masked | sparse
   std::optional<patterns::Pattern> pattern_;
   torch::nn::Dropout attn_drop_{nullptr};
   torch::nn::Dropout proj_drop_{nullptr};

@@ -117,7 +117,7 @@ void run_bench(const BenchOptions& o) {
   if (spec.has_dynamic_mask())
     throw UsageError("bench needs a static mask; mask '" + spec.mask + "' in " + spec.source + " is dynamic");
   const int32_t prefix = o.no_class_token ? 0 : 1;
-  const auto layers = config::build_layer_patterns(spec, o.tokens, o.heads, o.layers, prefix);
+  const auto layers = config::build_layer_patterns(spec, AttentionGeometry{o.tokens, prefix, o.heads, o.head_dim, o.layers});
   if (!layers.at(o.layer)) throw UsageError(fmt::format("layer {} of {} has no static pattern", o.layer, spec.source));
   const patterns::Pattern& pattern = *layers[o.layer];
 

@@ -26,7 +26,7 @@ void run_flops(const FlopsOptions& o) {
   config::AttentionSpec spec = o.attn_cfg.empty() ? config::default_attention_spec()
                                                   : config::load_attention_spec(o.attn_cfg);
   config::apply_mask_kwarg_overrides(spec, o.overrides);
-  const analysis::AttentionShape shape{m.num_tokens(), m.num_heads, m.depth, m.head_dim(), m.num_prefix_tokens};
+  const AttentionGeometry shape = m.attention_geometry();
   const analysis::AttentionReport r = analysis::attention_report(spec, shape);
   for (const auto& w : r.warnings) spdlog::warn("{}", w);
   if (o.json) {

@@ -20,7 +20,7 @@ namespace {
 struct MasksOptions {
   std::string attn_cfg;
   std::vector<std::string> overrides;
-  analysis::AttentionShape shape;
+  AttentionGeometry geometry;
   bool no_class_token = false;
   bool json = false;
   bool list = false;
@@ -41,15 +41,14 @@ void run_masks(const MasksOptions& o) {
   config::AttentionSpec spec = o.attn_cfg.empty() ? config::default_attention_spec()
                                                   : config::load_attention_spec(o.attn_cfg);
   config::apply_mask_kwarg_overrides(spec, o.overrides);
-  analysis::AttentionShape shape = o.shape;
-  shape.num_prefix_tokens = o.no_class_token ? 0 : 1;
-  const auto layers = config::build_layer_patterns(spec, shape.num_tokens, shape.num_heads, shape.num_layers,
-                                                   shape.num_prefix_tokens);
-  const analysis::AttentionReport report = analysis::attention_report(spec, shape, layers);
+  AttentionGeometry geometry = o.geometry;
+  geometry.num_prefix_tokens = o.no_class_token ? 0 : 1;
+  const auto layers = config::build_layer_patterns(spec, geometry);
+  const analysis::AttentionReport report = analysis::attention_report(spec, geometry, layers);
   for (const auto& w : report.warnings) spdlog::warn("{}", w);
   if (!o.png.empty()) {
-    if (o.png_layer < 0 || o.png_layer >= shape.num_layers)
-      throw UsageError(fmt::format("--png-layer {} out of range [0, {})", o.png_layer, shape.num_layers));
+    if (o.png_layer < 0 || o.png_layer >= geometry.num_layers)
+      throw UsageError(fmt::format("--png-layer {} out of range [0, {})", o.png_layer, geometry.num_layers));
     if (!layers[o.png_layer]) throw UsageError("--png needs a static mask; this config's attention is " +
                                                std::string(report.dynamic ? "dynamic" : "dense"));
     analysis::write_mask_png(*layers[o.png_layer], o.png);
@@ -70,13 +69,13 @@ void register_masks_command(CLI::App& app) {
   cmd->add_option(option_names("attn-cfg"), options->attn_cfg,
                   "attention config YAML (default: the built-in Fibottention config)")
       ->check(CLI::ExistingFile);
-  cmd->add_option(option_names("tokens"), options->shape.num_tokens, "tokens N, class token included")
+  cmd->add_option(option_names("tokens"), options->geometry.num_tokens, "tokens N, class token included")
       ->default_val(197)->check(CLI::Range(1, 1 << 20));
-  cmd->add_option(option_names("heads"), options->shape.num_heads, "heads per layer")
+  cmd->add_option(option_names("heads"), options->geometry.num_heads, "heads per layer")
       ->default_val(12)->check(CLI::Range(1, 4096));
-  cmd->add_option(option_names("layers"), options->shape.num_layers, "layers")
+  cmd->add_option(option_names("layers"), options->geometry.num_layers, "layers")
       ->default_val(12)->check(CLI::Range(1, 4096));
-  cmd->add_option(option_names("head-dim"), options->shape.head_dim, "head dimension for the GFLOPs")
+  cmd->add_option(option_names("head-dim"), options->geometry.head_dim, "head dimension for the GFLOPs")
       ->default_val(64)->check(CLI::Range(1, 1 << 16));
   cmd->add_flag(option_names("no-class-token"), options->no_class_token, "token 0 is a patch, not a class token");
   cmd->add_option("--set", options->overrides, "override a mask kwarg: NAME=VALUE (repeatable)");

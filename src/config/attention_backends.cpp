@@ -37,7 +37,7 @@ const std::vector<AttentionBackend>& attention_backends() {
        {{"k", "min(64, N)", "projected length (1..N)"},
         {"share", "headwise",
          "`none`: E, F per head; `headwise`: E, F shared by the heads; `kv`: one E for keys and values, all "
-         "heads; `layerwise`: as `kv` (each layer keeps its own E, see docs/architecture.md)"}},
+         "heads; `layerwise`: one E for keys, values, all heads and all layers (the model's attn_shared.linformer_E)"}},
        false},
       {"efficient",
        "Efficient Attention (Shen et al. 2021): softmax of Q over features, of K over tokens, rho_q(Q) (rho_k(K)^T V)",
@@ -58,7 +58,9 @@ const std::vector<AttentionBackend>& attention_backends() {
        {{"buckets", "8", "hash buckets (even, >= 2)"},
         {"hashes", "1", "hash rounds, combined by their log-sum-exp weights"},
         {"chunk", "", "queries per chunk (default ceil(N / buckets))"},
-        {"seed", "0", "rotations are drawn from (seed, layer)"}},
+        {"seed", "0", "rotations are drawn from (seed, layer)"},
+        {"qk", "shared", "`shared`: keys are the length-normalised queries and a token skips its own key "
+                         "(the paper); `separate`: timm's own K"}},
        false},
   };
   return table;
@@ -100,6 +102,7 @@ ReformerParams read_reformer(const patterns::MaskKwargs& kw) {
   p.hashes = kw.get_int("hashes", 1, 1, 64);
   p.chunk = kw.get_int("chunk", 0, 1);
   p.seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
+  p.shared_qk = kw.get_choice("qk", "shared", {"shared", "separate"}) == "shared";
   return p;
 }
 
@@ -124,7 +127,7 @@ void validate_backend_kwargs(const std::string& backend, const patterns::MaskKwa
   if (backend == "reformer") read_reformer(kwargs);
 }
 
-LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   LinformerParams p = read_linformer(kwargs);
   if (shape.num_tokens < 1) throw UsageError("linformer needs the sequence length N at construction");
   p.k = linformer_k(kwargs, shape.num_tokens);
@@ -134,7 +137,7 @@ LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const Backe
   return p;
 }
 
-EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   const auto key_dim = read_key_dim(kwargs);
   if (key_dim && *key_dim > shape.head_dim)
     throw UsageError(kwargs.describe("key_dim") + ": must be <= the head dim " + std::to_string(shape.head_dim) +
@@ -150,7 +153,7 @@ PerformerParams performer_params(const patterns::MaskKwargs& kwargs) {
   return p;
 }
 
-ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   ImhsaParams p = read_imhsa(kwargs);
   const int64_t patches = shape.num_tokens - shape.num_prefix_tokens;
   p.grid = isqrt_exact(patches);
@@ -164,14 +167,14 @@ ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const BackendShape&
   return p;
 }
 
-ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape) {
+ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& shape) {
   ReformerParams p = read_reformer(kwargs);
   if (p.chunk == 0) p.chunk = std::max<int64_t>(1, ceil_div(shape.num_tokens, p.buckets));
   return p;
 }
 
 std::optional<double> backend_pairs_per_head(const std::string& backend, const patterns::MaskKwargs& kwargs,
-                                             const BackendShape& s) {
+                                             const AttentionGeometry& s) {
   const double n = static_cast<double>(s.num_tokens), d = static_cast<double>(s.head_dim);
   if (backend == "linformer") {
     // E.K and F.V (k x N x d each), Q.(EK)^T and P.(FV) (N x k x d each): 4 N k d. (k > N is

@@ -14,6 +14,7 @@
 
 #include "patterns/mask_kwargs.h"
 #include "patterns/mask_registry.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::config {
 
@@ -31,17 +32,9 @@ const AttentionBackend& find_backend(const std::string& name);
 // Names, then the ranges that need no sequence shape; throws UsageError naming the kwarg.
 void validate_backend_kwargs(const std::string& backend, const patterns::MaskKwargs& kwargs);
 
-// The layer geometry a backend's parameters and cost depend on.
-struct BackendShape {
-  int64_t num_tokens = 197;  // N, class token included
-  int64_t num_heads = 12;
-  int64_t head_dim = 64;
-  int64_t num_prefix_tokens = 1;
-};
-
 struct LinformerParams {
   int64_t k = 64;                    // projected length (default min(64, N))
-  std::string share = "headwise";    // none | headwise | kv | layerwise
+  std::string share = "headwise";    // none | headwise | kv | layerwise (one E for every layer)
 };
 struct EfficientParams {
   int64_t key_dim = 0;  // query/key channels per head (<= head_dim); the values keep head_dim
@@ -61,20 +54,21 @@ struct ReformerParams {
   int64_t hashes = 1;
   int64_t chunk = 0;    // queries per chunk; each chunk attends itself and the previous one
   uint64_t seed = 0;
+  bool shared_qk = true;  // keys = the normalised queries (the paper); false: timm's separate K
 };
 
-// Typed parameters for a layer of the given shape; every violation is a one-line UsageError.
-LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape);
-EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape);
+// Typed parameters for a layer of the given geometry; every violation is a one-line UsageError.
+LinformerParams linformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& geometry);
+EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& geometry);
 PerformerParams performer_params(const patterns::MaskKwargs& kwargs);
-ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape);
-ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const BackendShape& shape);
+ImhsaParams imhsa_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& geometry);
+ReformerParams reformer_params(const patterns::MaskKwargs& kwargs, const AttentionGeometry& geometry);
 
 // One head's attention multiply-adds (everything between the qkv and output projections that
 // is a product), expressed as equivalent pairs: MACs / (2 * head_dim), the unit of
 // patterns::attention_gflops_for_pairs (Q.K and P.V, head_dim each, per pair).
 // nullopt for the pattern backends (vit, dense, topk): reports count their patterns.
 std::optional<double> backend_pairs_per_head(const std::string& backend, const patterns::MaskKwargs& kwargs,
-                                             const BackendShape& shape);
+                                             const AttentionGeometry& geometry);
 
 }  // namespace sparsevit::config

@@ -87,6 +87,18 @@ std::vector<std::string> backend_names() {
 }
 std::vector<std::string> kernel_names() { return {"auto", "sparse", "masked", "dense"}; }
 
+const std::string& kernel_name(AttentionKernel kernel) {
+  static const std::vector<std::string> names = kernel_names();
+  return names.at(static_cast<size_t>(kernel));
+}
+
+AttentionKernel parse_kernel(const std::string& name) {
+  const auto names = kernel_names();
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) throw UsageError(unknown_name_message("kernel", name, names));
+  return static_cast<AttentionKernel>(it - names.begin());
+}
+
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source) {
   try {
     return parse_attention_yaml(yaml_text, source);
@@ -116,10 +128,11 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
       fail(source, n, unknown_name_message("backend", spec.backend, names));
   }
   if (const YAML::Node n = attention["kernel"]) {
-    spec.kernel = scalar_of(source, n, "kernel");
-    const auto names = kernel_names();
-    if (std::find(names.begin(), names.end(), spec.kernel) == names.end())
-      fail(source, n, unknown_name_message("kernel", spec.kernel, names));
+    try {
+      spec.kernel = parse_kernel(scalar_of(source, n, "kernel"));
+    } catch (const UsageError& e) {
+      fail(source, n, e.what());
+    }
   }
   if (const YAML::Node n = attention["mask"]; n && !n.IsNull()) {
     spec.mask = scalar_of(source, n, "mask");
@@ -184,14 +197,13 @@ void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::stri
   patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);
 }
 
-std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec, int32_t num_tokens,
-                                                                   int32_t num_heads, int32_t num_layers,
-                                                                   int32_t num_prefix_tokens) {
-  std::vector<std::optional<patterns::Pattern>> layers(num_layers);
-  if (!spec.has_mask() || spec.has_dynamic_mask() || spec.kernel == "dense") return layers;
-  auto built = patterns::build_layer_masks(spec.mask, num_tokens, num_heads, num_layers, num_prefix_tokens,
-                                           spec.mask_kwargs);
-  for (int32_t l = 0; l < num_layers; ++l) layers[l] = std::move(built[l]);
+std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec,
+                                                                   const AttentionGeometry& geometry) {
+  if (geometry.num_layers < 0) throw UsageError("layers must be >= 0, got " + std::to_string(geometry.num_layers));
+  std::vector<std::optional<patterns::Pattern>> layers(geometry.num_layers);
+  if (!spec.has_mask() || spec.has_dynamic_mask() || spec.kernel == AttentionKernel::kDense) return layers;
+  auto built = patterns::build_layer_masks(spec.mask, geometry, spec.mask_kwargs);
+  for (size_t l = 0; l < layers.size(); ++l) layers[l] = std::move(built[l]);
   return layers;
 }
 

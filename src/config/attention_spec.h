@@ -21,15 +21,25 @@
 
 #include "patterns/mask_kwargs.h"
 #include "patterns/pattern.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::config {
+
+// Which kernel runs a static pattern (`kernel:`), parsed once with the config; `auto` is
+// resolved once per layer when its module is built (sparse below the density threshold,
+// masked above it: attention/vit_attention.h).
+enum class AttentionKernel { kAuto, kSparse, kMasked, kDense };
+// "auto" | "sparse" | "masked" | "dense": the config spelling, for logs and reports.
+const std::string& kernel_name(AttentionKernel kernel);
+// Throws UsageError "unknown kernel 'x' (did you mean 'y'?)".
+AttentionKernel parse_kernel(const std::string& name);
 
 struct AttentionSpec {
   std::string backend = "vit";
   std::string mask;  // "" when attention is dense
   patterns::MaskKwargs mask_kwargs;
   patterns::MaskKwargs backend_kwargs;  // the backend's own (linformer k, performer num_features, ...)
-  std::string kernel = "auto";  // auto | sparse | masked | dense
+  AttentionKernel kernel = AttentionKernel::kAuto;
   std::string source = "<built-in>";
 
   bool has_mask() const { return !mask.empty(); }
@@ -50,8 +60,7 @@ AttentionSpec default_attention_spec();
 void apply_mask_kwarg_overrides(AttentionSpec& spec, const std::vector<std::string>& assignments);
 
 // The static pattern of every layer (nullopt for dense layers and dynamic masks).
-std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec, int32_t num_tokens,
-                                                                   int32_t num_heads, int32_t num_layers,
-                                                                   int32_t num_prefix_tokens);
+std::vector<std::optional<patterns::Pattern>> build_layer_patterns(const AttentionSpec& spec,
+                                                                   const AttentionGeometry& geometry);
 
 }  // namespace sparsevit::config

@@ -96,9 +96,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
 
   // The patterns the config now builds for this model, from the scores just written.
   target.mask_kwargs.set_scalar("scores_file", output);
-  const analysis::AttentionShape shape{static_cast<int32_t>(N), static_cast<int32_t>(H), static_cast<int32_t>(L),
-                                       static_cast<int32_t>(vc.embed_dim / H), 1};
-  const analysis::AttentionReport report = analysis::attention_report(target, shape);
+  const analysis::AttentionReport report = analysis::attention_report(target, vc.attention_geometry());
 
   CalibrateSummary s;
   s.output = output;

@@ -13,6 +13,7 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   c.embed_dim = s.embed_dim;
   c.depth = s.depth;
   c.num_heads = s.num_heads;
+  c.num_prefix_tokens = s.num_prefix_tokens;
   c.drop_rate = o.drop_rate;
   c.drop_path_rate = o.drop_path_rate;
   c.attention = o.attention;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "util/attention_geometry.h"
+
 namespace sparsevit::models {
 
 struct ModelShape {
@@ -24,6 +26,9 @@ struct ModelShape {
   int32_t num_patches() const { return grid() * grid(); }
   int32_t num_tokens() const { return num_patches() + num_prefix_tokens; }
   int32_t head_dim() const { return embed_dim / num_heads; }
+  AttentionGeometry attention_geometry() const {
+    return AttentionGeometry{num_tokens(), num_prefix_tokens, num_heads, head_dim(), depth};
+  }
 };
 
 const std::vector<ModelShape>& model_shapes();

@@ -73,31 +73,39 @@ at::Tensor Block::forward(const at::Tensor& x) {
 VisionTransformer::VisionTransformer(const VitConfig& c,
                                      std::optional<std::vector<std::optional<patterns::Pattern>>> layer_patterns)
     : config_(c) {
-  if (c.embed_dim % c.num_heads != 0)
+  if (c.num_heads < 1 || c.embed_dim % c.num_heads != 0)
     throw UsageError("embed_dim " + std::to_string(c.embed_dim) + " is not divisible by num_heads " +
                      std::to_string(c.num_heads));
+  // The embedding prepends exactly one class token and the head reads it.
+  if (c.num_prefix_tokens != 1)
+    throw UsageError("the ViT supports exactly one prefix token (the class token), got " +
+                     std::to_string(c.num_prefix_tokens));
+  const AttentionGeometry geometry = c.attention_geometry();
   patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c.img_size, c.patch_size, c.in_chans, c.embed_dim));
-  cls_token_ = register_parameter("cls_token", at::zeros({1, 1, c.embed_dim}));
-  pos_embed_ = register_parameter("pos_embed", at::zeros({1, c.num_tokens(), c.embed_dim}));
+  cls_token_ = register_parameter("cls_token", at::zeros({1, c.num_prefix_tokens, c.embed_dim}));
+  pos_embed_ = register_parameter("pos_embed", at::zeros({1, geometry.num_tokens, c.embed_dim}));
 
-  auto patterns = layer_patterns ? std::move(*layer_patterns)
-                                 : config::build_layer_patterns(c.attention, static_cast<int32_t>(c.num_tokens()),
-                                                                static_cast<int32_t>(c.num_heads),
-                                                                static_cast<int32_t>(c.depth), 1);
+  auto patterns = layer_patterns ? std::move(*layer_patterns) : config::build_layer_patterns(c.attention, geometry);
   if (static_cast<int64_t>(patterns.size()) != c.depth)
     throw UsageError("need one pattern per block: " + std::to_string(patterns.size()) + " for depth " +
                      std::to_string(c.depth));
   block_list_ = register_module("blocks", torch::nn::ModuleList());
-  attention::AttentionDims dims{c.embed_dim, c.num_heads, c.qkv_bias, 0.0, c.drop_rate};
-  dims.num_tokens = c.num_tokens();
+  attn_shared_ = std::make_shared<attention::SharedAttentionParameters>();
+  attention::LayerOptions options;
+  options.geometry = geometry;
+  options.qkv_bias = c.qkv_bias;
+  options.proj_drop = c.drop_rate;
+  options.shared = attn_shared_;
   for (int64_t i = 0; i < c.depth; ++i) {
-    dims.layer = i;
+    options.layer = i;
     // Stochastic depth grows linearly with depth, as in timm.
     const double dpr = c.depth > 1 ? c.drop_path_rate * i / (c.depth - 1) : c.drop_path_rate;
-    auto attn = attention::make_attention(c.attention, dims, std::move(patterns[i]));
+    auto attn = attention::make_attention(c.attention, options, std::move(patterns[i]));
     blocks_.push_back(std::make_shared<Block>(c, dpr, attn));
     block_list_->push_back(blocks_.back());
   }
+  // Only models whose backend shares something carry the holder (others' state dicts are unchanged).
+  if (!attn_shared_->empty()) register_module("attn_shared", attn_shared_);
   norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6)));
   head_ = register_module("head", torch::nn::Linear(c.embed_dim, c.num_classes));
   init_weights();
@@ -155,10 +163,9 @@ void VisionTransformer::set_training_progress(double progress) {
 }
 
 double VisionTransformer::attention_gflops_now() const {
-  const int64_t head_dim = config_.embed_dim / config_.num_heads;
   double pairs = 0;
   for (const auto& b : blocks_) pairs += b->attn().computed_pairs_per_head(config_.num_tokens());
-  return static_cast<double>(config_.num_heads) * patterns::attention_gflops_for_pairs(pairs, head_dim);
+  return static_cast<double>(config_.num_heads) * patterns::attention_gflops_for_pairs(pairs, config_.head_dim());
 }
 
 }  // namespace sparsevit::models

@@ -14,6 +14,7 @@
 
 #include "attention/attention.h"
 #include "config/attention_spec.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::models {
 
@@ -29,10 +30,16 @@ struct VitConfig {
   bool qkv_bias = true;
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
+  int64_t num_prefix_tokens = 1;  // tokens before the patches: the class token (the only kind supported)
   config::AttentionSpec attention;  // dense when it has no mask
 
   int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
-  int64_t num_tokens() const { return num_patches() + 1; }
+  int64_t num_tokens() const { return num_patches() + num_prefix_tokens; }
+  int64_t head_dim() const { return embed_dim / num_heads; }
+  // What every attention layer of this model sees: N, prefix tokens, heads, head width, depth.
+  AttentionGeometry attention_geometry() const {
+    return AttentionGeometry{num_tokens(), num_prefix_tokens, num_heads, head_dim(), depth};
+  }
 };
 
 class PatchEmbed : public torch::nn::Module {
@@ -102,6 +109,9 @@ class VisionTransformer : public torch::nn::Module {
   std::shared_ptr<PatchEmbed> patch_embed_;
   at::Tensor cls_token_, pos_embed_;
   std::vector<std::shared_ptr<Block>> blocks_;
+  // Attention parameters shared by every block (linformer `share: layerwise`), registered once
+  // as `attn_shared` when a backend asked for one.
+  std::shared_ptr<attention::SharedAttentionParameters> attn_shared_;
   torch::nn::ModuleList block_list_;  // registers blocks_ as blocks.0, blocks.1, ...
   torch::nn::LayerNorm norm_{nullptr};
   torch::nn::Linear head_{nullptr};

@@ -1,6 +1,7 @@
 #include "patterns/mask_registry.h"
 
 #include <cmath>
+#include <limits>
 
 #include "patterns/mask_generators.h"
 #include "util/did_you_mean.h"
@@ -46,6 +47,8 @@ Pattern build_mask(const std::string& name, const MaskContext& context, const Ma
   const MaskGenerator& generator = find_mask(name);
   validate_mask_kwargs(generator, kwargs);
   if (context.num_tokens < 1) throw UsageError("tokens must be >= 1, got " + std::to_string(context.num_tokens));
+  if (context.num_tokens > std::numeric_limits<int32_t>::max() || context.num_heads > std::numeric_limits<int32_t>::max())
+    throw UsageError("patterns hold at most 2^31 - 1 tokens and heads");
   if (context.num_heads < 1) throw UsageError("heads must be >= 1, got " + std::to_string(context.num_heads));
   if (context.num_layers < 1) throw UsageError("layers must be >= 1, got " + std::to_string(context.num_layers));
   if (context.layer < 0 || context.layer >= context.num_layers)
@@ -60,12 +63,10 @@ Pattern build_mask(const std::string& name, const MaskContext& context, const Ma
   return generator.build(context, kwargs);
 }
 
-std::vector<Pattern> build_layer_masks(const std::string& name, int32_t num_tokens, int32_t num_heads,
-                                       int32_t num_layers, int32_t num_prefix_tokens,
+std::vector<Pattern> build_layer_masks(const std::string& name, const AttentionGeometry& geometry,
                                        const MaskKwargs& kwargs) {
   std::vector<Pattern> layers;
-  for (int32_t l = 0; l < num_layers; ++l)
-    layers.push_back(build_mask(name, MaskContext{num_tokens, num_heads, l, num_layers, num_prefix_tokens}, kwargs));
+  for (int64_t l = 0; l < geometry.num_layers; ++l) layers.push_back(build_mask(name, MaskContext{geometry, l}, kwargs));
   return layers;
 }
 

@@ -8,18 +8,15 @@
 
 #include "patterns/mask_kwargs.h"
 #include "patterns/pattern.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::patterns {
 
-// What a generator is asked to build: one layer of a model.
-struct MaskContext {
-  int32_t num_tokens = 0;         // N, every token (class token included)
-  int32_t num_heads = 1;          // H
-  int32_t layer = 0;              // 0-based layer index
-  int32_t num_layers = 1;         // L
-  int32_t num_prefix_tokens = 1;  // 1 when token 0 is a class token, else 0
-
-  int32_t num_patches() const { return num_tokens - num_prefix_tokens; }
+// What a generator is asked to build: one layer (0-based `layer`) of a model of the given
+// geometry (masks support 0 or 1 prefix tokens: token 0 a class token or a patch).
+//   MaskContext{geometry, layer}
+struct MaskContext : AttentionGeometry {
+  int64_t layer = 0;
 };
 
 struct KwargDoc {
@@ -48,8 +45,7 @@ void validate_mask_kwargs(const MaskGenerator& generator, const MaskKwargs& kwar
 // Validates the context and kwargs, then builds one layer.
 Pattern build_mask(const std::string& name, const MaskContext& context, const MaskKwargs& kwargs);
 // Every layer of a model (the layer index feeds the generator: per-layer shuffles and windows).
-std::vector<Pattern> build_layer_masks(const std::string& name, int32_t num_tokens, int32_t num_heads,
-                                       int32_t num_layers, int32_t num_prefix_tokens,
+std::vector<Pattern> build_layer_masks(const std::string& name, const AttentionGeometry& geometry,
                                        const MaskKwargs& kwargs);
 
 }  // namespace sparsevit::patterns

@@ -1,5 +1,7 @@
 // Sparse Transformer (Child et al. 2019), bidirectional adaptation (mask: sparse_transformer).
-// strided: the first ceil(H/2) heads attend |j-k| < l, the others (j-k) mod l = 0.
+// strided: the first ceil(H/2) heads attend |j-k| < w, the others (j-k) mod l = 0, where the
+//          local width w (`local`) defaults to the stride l as in the paper's l = w; setting it
+//          apart reaches budgets a single l cannot (98.47% pruning at N = 197: local 2, stride 65).
 // fixed:   the first ceil(H/2) heads attend within their block of l tokens, the others attend
 //          the last `summary` tokens of every block.
 #include <algorithm>
@@ -19,6 +21,9 @@ Pattern build_sparse_transformer(const MaskContext& ctx, const MaskKwargs& kw) {
   const int64_t default_stride = static_cast<int64_t>(isqrt(static_cast<uint64_t>(ctx.num_tokens - 1))) + 1;
   const int64_t stride = kw.get_int("stride", default_stride, 1);  // default ceil(sqrt(N)) for N > 1
   const int64_t summary = kw.get_int("summary", 1, 1, stride);
+  const int64_t local_width = kw.get_int("local", stride, 1);
+  if (mode == "fixed" && kw.has("local"))
+    throw UsageError(kw.describe("local") + ": only `mode: strided` has a local width (`fixed` uses its blocks)");
   const auto globals = class_token_globals(ctx, kw);
   const int32_t first = globals.empty() ? 0 : ctx.num_prefix_tokens;
   const int32_t local_heads = (ctx.num_heads + 1) / 2;
@@ -26,11 +31,12 @@ Pattern build_sparse_transformer(const MaskContext& ctx, const MaskKwargs& kw) {
   Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
   for (int32_t h = 0; h < ctx.num_heads; ++h) {
     const bool local = h < local_heads;
-    pattern.set_window(h, stride);
+    pattern.set_window(h, mode == "strided" && local ? local_width : stride);
     if (mode == "strided") {
       std::vector<int32_t> offsets;
       if (local) {
-        for (int64_t o = 0; o < std::min<int64_t>(stride, ctx.num_tokens); ++o) offsets.push_back(static_cast<int32_t>(o));
+        for (int64_t o = 0; o < std::min<int64_t>(local_width, ctx.num_tokens); ++o)
+          offsets.push_back(static_cast<int32_t>(o));
       } else {
         for (int64_t o = 0; o < ctx.num_tokens; o += stride) offsets.push_back(static_cast<int32_t>(o));
       }
@@ -63,7 +69,8 @@ MaskGenerator sparse_transformer_generator() {
       "Sparse Transformer (Child et al. 2019), bidirectional: half the heads local, half strided / summary",
       {
           {"mode", "strided", "`strided` | `fixed`"},
-          {"stride", "ceil(sqrt(N))", "l: local width and stride (strided), block length (fixed)"},
+          {"stride", "ceil(sqrt(N))", "l: stride of the strided heads (strided), block length (fixed)"},
+          {"local", "stride", "`strided`: the local heads attend |j-k| < local (the paper ties it to the stride)"},
           {"summary", "1", "`fixed`: the last c tokens of every block are attended by all queries"},
           class_token_kwarg_doc(),
       },

@@ -160,9 +160,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
 
   // Attention cost of this model, from the patterns its kernels run (at the end of any schedule).
-  const analysis::AttentionShape shape{static_cast<int32_t>(vc.num_tokens()), static_cast<int32_t>(vc.num_heads),
-                                       static_cast<int32_t>(vc.depth), static_cast<int32_t>(vc.embed_dim / vc.num_heads), 1};
-  const analysis::AttentionReport report = analysis::attention_report(spec, shape, model->layer_patterns());
+  const analysis::AttentionReport report =
+      analysis::attention_report(spec, vc.attention_geometry(), model->layer_patterns());
   TrainSummary summary;
   summary.attention_gflops = report.attention_gflops;
   summary.attention_gflops_paid = report.attention_gflops;

@@ -12,7 +12,7 @@ namespace {
 config::AttentionSpec spec_of(const std::string& yaml) { return config::parse_attention_spec(yaml, "test.yaml"); }
 
 TEST(AttentionReport, DenseVitBase) {
-  const AttentionReport r = attention_report(spec_of("attention: {backend: vit}"), AttentionShape{});
+  const AttentionReport r = attention_report(spec_of("attention: {backend: vit}"), AttentionGeometry{});
   EXPECT_NEAR(r.attention_gflops, 0.715, 0.001);
   EXPECT_NEAR(r.attention_gflops_patch, 12 * 12 * 2 * 64 * 196.0 * 196 / 1e9, 1e-9);
   EXPECT_DOUBLE_EQ(r.pruning_ratio, 0.0);
@@ -22,7 +22,7 @@ TEST(AttentionReport, DenseVitBase) {
 }
 
 TEST(AttentionReport, FibottentionMatchesThePaper) {
-  const AttentionReport r = attention_report(config::default_attention_spec(), AttentionShape{});
+  const AttentionReport r = attention_report(config::default_attention_spec(), AttentionGeometry{});
   EXPECT_NEAR(r.pruning_ratio, 0.9801, 5e-5);
   // The literature's ~0.014 GFLOPs counts patch pairs: dense patch GFLOPs x (1 - pruning).
   EXPECT_NEAR(r.attention_gflops_patch, 12 * 12 * 2 * 64 * 196.0 * 196 / 1e9 * (1 - r.pruning_ratio), 1e-9);
@@ -33,7 +33,7 @@ TEST(AttentionReport, FibottentionMatchesThePaper) {
 }
 
 TEST(AttentionReport, JsonHasTheDocumentedSchema) {
-  const AttentionShape shape{50, 4, 2, 16, 1};
+  const AttentionGeometry shape{50, 1, 4, 16, 2};
   const nlohmann::json j = report_to_json(attention_report(config::default_attention_spec(), shape));
   for (const char* key : {"tokens", "heads", "layers", "pruning_ratio", "density", "attention_gflops", "layers_detail"})
     EXPECT_TRUE(j.contains(key)) << key;
@@ -48,7 +48,7 @@ TEST(AttentionReport, JsonHasTheDocumentedSchema) {
 }
 
 TEST(AttentionReport, TopkIsNominal) {
-  const AttentionReport r = attention_report(spec_of("attention: {mask: topk, mask_kwargs: {k: 4}}"), AttentionShape{});
+  const AttentionReport r = attention_report(spec_of("attention: {mask: topk, mask_kwargs: {k: 4}}"), AttentionGeometry{});
   EXPECT_TRUE(r.dynamic);
   EXPECT_EQ(r.keys_per_query, 4);
   EXPECT_NEAR(r.pruning_ratio, 1 - 4.0 / 196, 1e-12);
@@ -56,7 +56,7 @@ TEST(AttentionReport, TopkIsNominal) {
 }
 
 TEST(AttentionReport, TableShowsTotals) {
-  const std::string table = format_report_table(attention_report(config::default_attention_spec(), AttentionShape{}));
+  const std::string table = format_report_table(attention_report(config::default_attention_spec(), AttentionGeometry{}));
   EXPECT_NE(table.find("pruning ratio 0.9801"), std::string::npos) << table;
   EXPECT_NE(table.find("layer 11"), std::string::npos);
 }

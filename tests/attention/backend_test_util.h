@@ -18,12 +18,12 @@ inline config::AttentionSpec spec_of(const std::string& yaml) {
   return config::parse_attention_spec(yaml, "test.yaml");
 }
 
-inline AttentionDims dims_of(int64_t dim, int64_t heads, int64_t tokens, int64_t prefix = 1, int64_t layer = 0) {
-  AttentionDims d{dim, heads, true, 0.0, 0.0};
-  d.num_tokens = tokens;
-  d.num_prefix_tokens = prefix;
-  d.layer = layer;
-  return d;
+// One layer of width `dim` split into `heads` heads, on `tokens` tokens (0: unknown).
+inline LayerOptions dims_of(int64_t dim, int64_t heads, int64_t tokens, int64_t prefix = 1, int64_t layer = 0) {
+  LayerOptions o;
+  o.geometry = AttentionGeometry{tokens, prefix, heads, dim / heads, 1};
+  o.layer = layer;
+  return o;
 }
 
 // Forward + backward on random input: the output keeps [B, N, C] and every named parameter

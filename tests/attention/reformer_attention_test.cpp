@@ -12,8 +12,9 @@ using namespace testing;
 
 // Float64, query by query: the union over hash rounds of the keys in the query's sorted chunk
 // and the previous one (cyclic), a pair found in two rounds counted twice, then one softmax.
+// `exclude_self`: a round drops the query's own token when it offers another key.
 at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& rotations,
-                     int64_t chunk, double scale) {
+                     int64_t chunk, double scale, bool exclude_self = false) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2), R = rotations.size(1);
   const int64_t chunks = (N + chunk - 1) / chunk;
   at::Tensor out = torch::zeros_like(q);
@@ -31,11 +32,16 @@ at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
         });
         std::vector<int64_t> chunk_of(N);
         for (int64_t s = 0; s < N; ++s) chunk_of[order[s]] = s / chunk;
-        for (int64_t i = 0; i < N; ++i)
+        for (int64_t i = 0; i < N; ++i) {
+          std::vector<int64_t> round;
           for (int64_t j = 0; j < N; ++j) {
             const int64_t previous = (chunk_of[i] + chunks - 1) % chunks;
-            if (chunk_of[j] == chunk_of[i] || (chunks > 1 && chunk_of[j] == previous)) keys[i].push_back(j);
+            if (chunk_of[j] == chunk_of[i] || (chunks > 1 && chunk_of[j] == previous)) round.push_back(j);
           }
+          const bool others = std::any_of(round.begin(), round.end(), [&](int64_t j) { return j != i; });
+          for (int64_t j : round)
+            if (!(exclude_self && others && j == i)) keys[i].push_back(j);
+        }
       }
       for (int64_t i = 0; i < N; ++i) {
         const at::Tensor index = torch::tensor(keys[i], torch::kLong);
@@ -62,6 +68,25 @@ TEST(ReformerAttention, MatchesTheDenseFormulationAndItsGradients) {
     const auto grads = torch::autograd::grad({out}, {q, k, v}, {g});
     const auto ref_grads = torch::autograd::grad({ref}, {q, k, v}, {g});
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::allclose(grads[i], ref_grads[i], 1e-9, 1e-11)) << i;
+  }
+}
+
+TEST(ReformerAttention, SharedQkSkipsTheQuerysOwnTokenWithGradients) {
+  torch::manual_seed(2);
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true);
+  for (auto [hashes, buckets, chunk] : std::vector<std::array<int64_t, 3>>{{1, 4, 3}, {3, 6, 2}, {2, 2, 13}}) {
+    const at::Tensor q = torch::randn({2, 3, 13, 4}, opts), v = torch::randn({2, 3, 13, 4}, opts);
+    const at::Tensor rotations = torch::randn({3, hashes, 4, buckets / 2});
+    // Keys are the normalised queries, so the gradient reaches q through both sides.
+    const at::Tensor out = reformer_attention(q, shared_qk_keys(q), v, rotations, chunk, 0.5, true);
+    const at::Tensor unit = q / q.norm(2, {-1}, true);
+    const at::Tensor ref = reference(q, unit, v, rotations, chunk, 0.5, true);
+    EXPECT_TRUE(torch::allclose(out, ref, 1e-11, 1e-12)) << hashes << " " << buckets << " " << chunk;
+    EXPECT_FALSE(torch::allclose(out, reference(q, unit, v, rotations, chunk, 0.5, false), 1e-6, 1e-6));
+    const at::Tensor g = torch::randn_like(out);
+    const auto grads = torch::autograd::grad({out}, {q, v}, {g});
+    const auto ref_grads = torch::autograd::grad({ref}, {q, v}, {g});
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(torch::allclose(grads[i], ref_grads[i], 1e-9, 1e-11)) << i;
   }
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "attention/backend_test_util.h"
+
 namespace sparsevit::attention {
 namespace {
 
@@ -49,7 +51,7 @@ TEST(TopkAttention, KAtLeastNIsDenseAttention) {
 TEST(TopkAttention, ScheduledKFollowsProgress) {
   patterns::MaskKwargs kw;
   kw.set_scalar("k_start", "100").set_scalar("k_end", "4");
-  TopkAttention attn(AttentionDims{16, 2, true, 0, 0}, kw);
+  TopkAttention attn(attention::testing::dims_of(16, 2, 0), kw);
   attn.set_progress(0.0);
   EXPECT_EQ(attn.keys_per_query(197), 100);
   attn.set_progress(1.0);

@@ -101,7 +101,7 @@ TEST(AttentionSpec, EveryShippedConfigParses) {
     // (12 layers: the Longformer config lists one window per layer of a ViT-B).
     if (spec.mask != "pruning") {
       std::vector<std::optional<patterns::Pattern>> layers;
-      ASSERT_NO_THROW(layers = build_layer_patterns(spec, 17, 3, 12, 1));
+      ASSERT_NO_THROW(layers = build_layer_patterns(spec, AttentionGeometry{17, 1, 3, 64, 12}));
       EXPECT_EQ(layers.size(), 12u);
     }
   }
@@ -115,7 +115,7 @@ TEST(AttentionSpec, ShippedSparseConfigsNearTheirDocumentedPruning) {
   auto ratio = [](const std::string& name) {
     const AttentionSpec spec = load_attention_spec((kConfigDir / name).string());
     std::vector<patterns::Pattern> layers;
-    for (auto& p : build_layer_patterns(spec, 197, 12, 12, 1)) layers.push_back(std::move(*p));
+    for (auto& p : build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 12})) layers.push_back(std::move(*p));
     return patterns::pruning_ratio(layers);
   };
   EXPECT_NEAR(ratio("vit_fibottention.yaml"), 0.9801, 5e-5);
@@ -138,7 +138,8 @@ TEST(AttentionSpec, TheDocumentedFormat) {
   const AttentionSpec spec = parse_attention_spec(yaml, "doc.yaml");
   EXPECT_EQ(spec.backend, "vit");
   EXPECT_EQ(spec.mask, "fibo");
-  EXPECT_EQ(spec.kernel, "auto");
+  EXPECT_EQ(spec.kernel, AttentionKernel::kAuto);
+  EXPECT_EQ(kernel_name(spec.kernel), "auto");
   EXPECT_EQ(spec.source, "doc.yaml");
   EXPECT_TRUE(spec.has_mask());
   EXPECT_FALSE(spec.has_dynamic_mask());
@@ -153,7 +154,7 @@ TEST(AttentionSpec, TheDocumentedFormat) {
   const AttentionSpec flow =
       parse_attention_spec("attention: {backend: vit, mask: local, mask_kwargs: {window: 3}, kernel: masked}\n", "f");
   EXPECT_EQ(flow.mask, "local");
-  EXPECT_EQ(flow.kernel, "masked");
+  EXPECT_EQ(flow.kernel, AttentionKernel::kMasked);
   EXPECT_EQ(flow.mask_kwargs.get_int("window", 0), 3);
   EXPECT_FALSE(parse_attention_spec("attention:\n  backend: vit\n  mask: none\n", "n").has_mask());
   EXPECT_FALSE(parse_attention_spec("attention:\n  backend: vit\n  mask: dense\n", "n").has_mask());
@@ -183,14 +184,14 @@ TEST(AttentionSpec, MaskKwargsLists) {
   const AttentionSpec flow = parse_attention_spec(
       "attention:\n  mask: local\n  mask_kwargs:\n    head_windows: [1, 2, 3]\n", "flow.yaml");
   EXPECT_EQ(flow.mask_kwargs.get_int_list("head_windows"), (std::vector<int64_t>{1, 2, 3}));
-  const auto layers = build_layer_patterns(flow, 20, 3, 1, 1);
+  const auto layers = build_layer_patterns(flow, AttentionGeometry{20, 1, 3, 64, 1});
   ASSERT_TRUE(layers[0].has_value());
   EXPECT_EQ(layers[0]->window(2).value(), 3);
   // A list where a scalar is expected, and a list item that is not a value.
   const std::string scalar_expected = usage_error_message([] {
     const AttentionSpec spec =
         parse_attention_spec("attention:\n  mask: local\n  mask_kwargs:\n    window: [1, 2]\n", "s.yaml");
-    build_layer_patterns(spec, 20, 2, 1, 1);
+    build_layer_patterns(spec, AttentionGeometry{20, 1, 2, 64, 1});
   });
   EXPECT_TRUE(contains(scalar_expected, "window")) << scalar_expected;
   EXPECT_TRUE(contains(scalar_expected, "s.yaml:4")) << scalar_expected;
@@ -249,17 +250,17 @@ TEST(AttentionSpec, UnknownKwarg) {
 TEST(AttentionSpec, BadValuesNameTheKwargAndItsLineWhenBuilt) {
   const AttentionSpec spec =
       parse_attention_spec("attention:\n  mask: fibo\n  mask_kwargs:\n    w_min: 70\n    w_max: 65\n", "v.yaml");
-  const std::string order = usage_error_message([&] { build_layer_patterns(spec, 197, 12, 2, 1); });
+  const std::string order = usage_error_message([&] { build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 2}); });
   EXPECT_TRUE(contains(order, "w_min")) << order;
   EXPECT_TRUE(contains(order, "v.yaml:4")) << order;
   const AttentionSpec negative =
       parse_attention_spec("attention:\n  mask: local\n  mask_kwargs:\n    window: -1\n", "w.yaml");
-  const std::string neg = usage_error_message([&] { build_layer_patterns(negative, 50, 2, 1, 1); });
+  const std::string neg = usage_error_message([&] { build_layer_patterns(negative, AttentionGeometry{50, 1, 2, 64, 1}); });
   EXPECT_TRUE(contains(neg, "window")) << neg;
   EXPECT_TRUE(contains(neg, "w.yaml:4")) << neg;
   const AttentionSpec word =
       parse_attention_spec("attention:\n  mask: random\n  mask_kwargs:\n    keys_per_query: many\n", "r.yaml");
-  const std::string w = usage_error_message([&] { build_layer_patterns(word, 50, 2, 1, 1); });
+  const std::string w = usage_error_message([&] { build_layer_patterns(word, AttentionGeometry{50, 1, 2, 64, 1}); });
   EXPECT_TRUE(contains(w, "keys_per_query")) << w;
   EXPECT_TRUE(contains(w, "r.yaml:4")) << w;
 }
@@ -305,12 +306,28 @@ TEST(AttentionSpec, LoadMissingFileIsAUsageError) {
   EXPECT_THROW(load_attention_spec(kConfigDir.string()), UsageError);
 }
 
+TEST(AttentionSpec, SparseTransformerBudgetConfigPrunesThePapersShare) {
+  // configs/attention/vit_sparse_transformer_budget.yaml at ViT-B's geometry: 98.47% of the
+  // patch pairs pruned, the budget the paper compares Sparse Transformer at.
+  const AttentionSpec spec = load_attention_spec((kConfigDir / "vit_sparse_transformer_budget.yaml").string());
+  std::vector<patterns::Pattern> layers;
+  for (auto& p : build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 12})) layers.push_back(std::move(*p));
+  ASSERT_EQ(layers.size(), 12u);
+  EXPECT_NEAR(patterns::pruning_ratio(layers), 0.9847, 5e-5);
+  // The shipped default-stride config keeps its number.
+  const AttentionSpec classic = load_attention_spec((kConfigDir / "vit_sparse_transformer.yaml").string());
+  std::vector<patterns::Pattern> classic_layers;
+  for (auto& p : build_layer_patterns(classic, AttentionGeometry{197, 1, 12, 64, 12}))
+    classic_layers.push_back(std::move(*p));
+  EXPECT_NEAR(patterns::pruning_ratio(classic_layers), 0.8954, 5e-5);
+}
+
 TEST(AttentionSpec, SetOverrides) {
   AttentionSpec spec = load_attention_spec((kConfigDir / "vit_structured_local.yaml").string());
   apply_mask_kwarg_overrides(spec, {"window=10"});
   EXPECT_EQ(spec.mask_kwargs.get_int("window", 0), 10);
   std::vector<patterns::Pattern> layers;
-  for (auto& p : build_layer_patterns(spec, 197, 12, 12, 1)) layers.push_back(std::move(*p));
+  for (auto& p : build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 12})) layers.push_back(std::move(*p));
   EXPECT_NEAR(patterns::pruning_ratio(layers), 0.9008, 5e-5);
   // Overrides name the command line as their origin.
   EXPECT_TRUE(contains(spec.mask_kwargs.describe("window"), "command line")) << spec.mask_kwargs.describe("window");
@@ -325,7 +342,7 @@ TEST(AttentionSpec, SetOverrides) {
   apply_mask_kwarg_overrides(lists, {"head_windows=[1, 2,3]"});
   EXPECT_EQ(lists.mask_kwargs.get_int_list("head_windows"), (std::vector<int64_t>{1, 2, 3}));
   // window and head_windows together are refused when built.
-  EXPECT_THROW(build_layer_patterns(lists, 20, 3, 1, 1), UsageError);
+  EXPECT_THROW(build_layer_patterns(lists, AttentionGeometry{20, 1, 3, 64, 1}), UsageError);
 
   AttentionSpec bad = default_attention_spec();
   const std::string typo = usage_error_message([&] { apply_mask_kwarg_overrides(bad, {"w_mx=3"}); });
@@ -339,17 +356,17 @@ TEST(AttentionSpec, SetOverrides) {
 
 TEST(AttentionSpec, BuildLayerPatterns) {
   const AttentionSpec dense = load_attention_spec((kConfigDir / "vit_dense.yaml").string());
-  const auto none = build_layer_patterns(dense, 197, 12, 12, 1);
+  const auto none = build_layer_patterns(dense, AttentionGeometry{197, 1, 12, 64, 12});
   ASSERT_EQ(none.size(), 12u);
   for (const auto& l : none) EXPECT_FALSE(l.has_value());
 
   const AttentionSpec topk = load_attention_spec((kConfigDir / "vit_topk.yaml").string());
-  const auto dynamic = build_layer_patterns(topk, 197, 12, 4, 1);
+  const auto dynamic = build_layer_patterns(topk, AttentionGeometry{197, 1, 12, 64, 4});
   ASSERT_EQ(dynamic.size(), 4u);
   for (const auto& l : dynamic) EXPECT_FALSE(l.has_value());
 
   const AttentionSpec fibo = load_attention_spec((kConfigDir / "vit_fibottention.yaml").string());
-  const auto layers = build_layer_patterns(fibo, 197, 12, 12, 1);
+  const auto layers = build_layer_patterns(fibo, AttentionGeometry{197, 1, 12, 64, 12});
   ASSERT_EQ(layers.size(), 12u);
   for (int32_t l = 0; l < 12; ++l) {
     ASSERT_TRUE(layers[l].has_value()) << l;
@@ -358,16 +375,16 @@ TEST(AttentionSpec, BuildLayerPatterns) {
     EXPECT_EQ(layers[l]->num_prefix_tokens(), 1);
   }
   // Each layer is the registry's build for that layer index.
-  const auto direct = patterns::build_layer_masks("fibo", 197, 12, 12, 1, fibo.mask_kwargs);
+  const auto direct = patterns::build_layer_masks("fibo", AttentionGeometry{197, 1, 12, 64, 12}, fibo.mask_kwargs);
   for (int32_t l = 0; l < 12; ++l)
     for (int32_t h = 0; h < 12; ++h) EXPECT_EQ(layers[l]->col_idx(h), direct[l].col_idx(h)) << l << " " << h;
 
   AttentionSpec forced_dense = fibo;
-  forced_dense.kernel = "dense";
-  for (const auto& l : build_layer_patterns(forced_dense, 197, 12, 3, 1)) EXPECT_FALSE(l.has_value());
+  forced_dense.kernel = AttentionKernel::kDense;
+  for (const auto& l : build_layer_patterns(forced_dense, AttentionGeometry{197, 1, 12, 64, 3})) EXPECT_FALSE(l.has_value());
 
-  EXPECT_THROW(build_layer_patterns(fibo, 197, 0, 2, 1), UsageError);
-  EXPECT_THROW(build_layer_patterns(fibo, 0, 12, 2, 1), UsageError);
+  EXPECT_THROW(build_layer_patterns(fibo, AttentionGeometry{197, 1, 0, 64, 2}), UsageError);
+  EXPECT_THROW(build_layer_patterns(fibo, AttentionGeometry{0, 1, 12, 64, 2}), UsageError);
 }
 
 TEST(AttentionSpec, DefaultIsFibottention5To65) {
@@ -382,8 +399,8 @@ TEST(AttentionSpec, DefaultIsFibottention5To65) {
   EXPECT_EQ(reparsed.mask_kwargs.names(), spec.mask_kwargs.names());
   // Same as the shipped Fibottention config.
   const AttentionSpec shipped = load_attention_spec((kConfigDir / "vit_fibottention.yaml").string());
-  const auto a = build_layer_patterns(spec, 197, 12, 12, 1);
-  const auto b = build_layer_patterns(shipped, 197, 12, 12, 1);
+  const auto a = build_layer_patterns(spec, AttentionGeometry{197, 1, 12, 64, 12});
+  const auto b = build_layer_patterns(shipped, AttentionGeometry{197, 1, 12, 64, 12});
   for (int32_t l = 0; l < 12; ++l)
     for (int32_t h = 0; h < 12; ++h) EXPECT_EQ(a[l]->col_idx(h), b[l]->col_idx(h));
 }
@@ -512,7 +529,7 @@ TEST(AttentionSpecFuzz, MutatedConfigsParseOrThrowUsageError) {
       }
       // A spec that parses builds at small sizes or fails with a UsageError / RuntimeError.
       try {
-        const auto layers = build_layer_patterns(spec, 17, 3, 2, 1);
+        const auto layers = build_layer_patterns(spec, AttentionGeometry{17, 1, 3, 64, 2});
         EXPECT_EQ(layers.size(), 2u);
         ++built;
       } catch (const UsageError&) {
@@ -579,7 +596,7 @@ TEST(AttentionSpecFuzz, HandwrittenHostileDocuments) {
     try {
       const AttentionSpec spec = parse_attention_spec(doc, "hostile.yaml");
       try {
-        build_layer_patterns(spec, 17, 3, 2, 1);
+        build_layer_patterns(spec, AttentionGeometry{17, 1, 3, 64, 2});
       } catch (const UsageError&) {
       } catch (const RuntimeError&) {
       } catch (const std::exception& e) {

@@ -117,7 +117,7 @@ TEST_F(SweepTest, ReportHasOneRowPerConfigDenseFirst) {
 TEST_F(SweepTest, AttentionGflopsAreTheFlopsCommandNumbers) {
   const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
   const models::ModelShape& m = models::find_model_shape("vit_nano_patch4_28");
-  const analysis::AttentionShape shape{m.num_tokens(), m.num_heads, m.depth, m.head_dim(), m.num_prefix_tokens};
+  const AttentionGeometry shape = m.attention_geometry();
   for (const auto& row : report.at("rows")) {
     const analysis::AttentionReport r =
         analysis::attention_report(config::load_attention_spec(row["config"].get<std::string>()), shape);

@@ -42,8 +42,9 @@ TEST(AttentionZoo, EveryShippedConfigTrainsInASmallVit) {
     EXPECT_GT(model.named_parameters()["blocks.0.attn.qkv.weight"].grad().abs().sum().item<double>(), 0.0);
     const auto& attn = model.blocks()[0]->attn();
     if (const auto pairs = config::backend_pairs_per_head(o.attention.backend, o.attention.backend_kwargs,
-                                                         config::BackendShape{50, 4, 16, 1}))
+                                                         AttentionGeometry{50, 1, 4, 16, 1})) {
       EXPECT_DOUBLE_EQ(attn.computed_pairs_per_head(50), *pairs);
+    }
     ++built;
   }
   EXPECT_GE(built, 15);

@@ -92,5 +92,29 @@ TEST(VisionTransformer, BadShapesAreUsageErrors) {
   EXPECT_THROW(VisionTransformer{c}, UsageError);
 }
 
+TEST(VisionTransformer, AttentionGeometryComesFromTheConfig) {
+  const VitConfig base = vit_config(find_model_shape("vit_base_patch16_224"), {});
+  const AttentionGeometry g = base.attention_geometry();
+  EXPECT_EQ(g.num_tokens, 197);
+  EXPECT_EQ(g.num_prefix_tokens, 1);
+  EXPECT_EQ(g.num_patches(), 196);
+  EXPECT_EQ(g.num_heads, 12);
+  EXPECT_EQ(g.head_dim, 64);
+  EXPECT_EQ(g.num_layers, 12);
+  // The prefix count is a field: N follows it (the ViT itself builds one class token only).
+  VitConfig registers = base;
+  registers.num_prefix_tokens = 5;
+  EXPECT_EQ(registers.num_tokens(), 201);
+  EXPECT_EQ(registers.attention_geometry().num_patches(), 196);
+  registers.img_size = 32;
+  registers.patch_size = 16;
+  EXPECT_THROW(VisionTransformer{registers}, UsageError);
+  // Every block's attention is built for the model's geometry.
+  ModelOptions o;
+  o.attention = spec_of("attention: {backend: linformer, backend_kwargs: {k: 4}}");
+  auto model = create_model("vit_nano_patch4_28", o);
+  EXPECT_EQ(model->named_parameters()["blocks.0.attn.E"].size(1), model->config().attention_geometry().num_tokens);
+}
+
 }  // namespace
 }  // namespace sparsevit::models

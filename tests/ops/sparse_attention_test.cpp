@@ -63,7 +63,7 @@ TEST(SparseAttention, MatchesReferenceOnEveryGenerator) {
     for (const int32_t N : {197, 50}) {
       patterns::Pattern pattern;
       try {
-        pattern = patterns::build_mask(name, patterns::MaskContext{N, 4, 1, 12, 1}, patterns::MaskKwargs{});
+        pattern = patterns::build_mask(name, patterns::MaskContext{{N, 1, 4, 64, 12}, 1}, patterns::MaskKwargs{});
       } catch (const UsageError& e) {
         // Generators that need inputs beyond kwargs defaults (e.g. pruning's calibration) are skipped.
         std::cout << "[ skipped  ] mask '" << name << "': " << e.what() << "\n";
@@ -89,7 +89,7 @@ TEST(SparseAttention, PatternOverloadEqualsCsrCall) {
   at::manual_seed(4);
   patterns::MaskKwargs kw;
   kw.set_scalar("w_min", "5").set_scalar("w_max", "65");
-  const patterns::Pattern pattern = patterns::build_mask("fibo", patterns::MaskContext{197, 12, 0, 12, 1}, kw);
+  const patterns::Pattern pattern = patterns::build_mask("fibo", patterns::MaskContext{{197, 1, 12, 64, 12}, 0}, kw);
   const at::Tensor q = at::randn({2, 12, 197, 64}), k = at::randn({2, 12, 197, 64}), v = at::randn({2, 12, 197, 64});
   const PatternTensors t = PatternTensors::from_pattern(pattern);
   EXPECT_EQ(t.total_edges, pattern.total_edges());
@@ -101,7 +101,7 @@ TEST(SparseAttention, PatternOverloadEqualsCsrCall) {
 }
 
 TEST(SparseAttention, PatternCacheIsKeyedByContent) {
-  const auto ctx = patterns::MaskContext{50, 2, 0, 1, 1};
+  const auto ctx = patterns::MaskContext{{50, 1, 2, 64, 1}, 0};
   patterns::MaskKwargs kw_a, kw_b;
   kw_a.set_scalar("window", "2");
   kw_b.set_scalar("window", "5");

@@ -48,7 +48,7 @@ namespace {
 
 Pattern build(const std::string& mask, int32_t n, int32_t h, const MaskKwargs& kw, int32_t layer = 0,
               int32_t layers = 1, int32_t prefix = 1) {
-  return build_mask(mask, MaskContext{n, h, layer, layers, prefix}, kw);
+  return build_mask(mask, MaskContext{{n, prefix, h, 64, layers}, layer}, kw);
 }
 
 MaskKwargs kwargs(std::initializer_list<std::pair<const char*, const char*>> items) {
@@ -351,7 +351,7 @@ TEST(LocalMask, HeadWindows) {
 TEST(LocalMask, LayerWindowsGrowWithDepth) {
   MaskKwargs kw;
   kw.set_list("layer_windows", {"1", "3", "6"});
-  const auto layers = build_layer_masks("local", 30, 2, 3, 1, kw);
+  const auto layers = build_layer_masks("local", AttentionGeometry{30, 1, 2, 64, 3}, kw);
   ASSERT_EQ(layers.size(), 3u);
   const int32_t expected[] = {1, 3, 6};
   for (int32_t l = 0; l < 3; ++l)
@@ -361,7 +361,7 @@ TEST(LocalMask, LayerWindowsGrowWithDepth) {
     }
   MaskKwargs wrong;
   wrong.set_list("layer_windows", {"1", "3"});
-  EXPECT_THROW(build_layer_masks("local", 30, 2, 3, 1, wrong), UsageError);
+  EXPECT_THROW(build_layer_masks("local", AttentionGeometry{30, 1, 2, 64, 3}, wrong), UsageError);
 }
 
 TEST(LocalMask, OnlyOneWindowSource) {
@@ -576,6 +576,42 @@ TEST(SparseTransformerMask, StridedClosedFormAt197) {
   EXPECT_NEAR(pruning_ratio(pat), 1.0 - (local + strided) / 2.0 / (p * p), 1e-12);
 }
 
+TEST(SparseTransformerMask, LocalWidthIsIndependentOfTheStride) {
+  for (int32_t local : {1, 2, 5}) {
+    const int32_t n = 30, stride = 7, heads = 4;
+    const Pattern pat = build("sparse_transformer", n, heads,
+                              kwargs({{"stride", "7"}, {"local", std::to_string(local).c_str()}}));
+    for (int32_t h = 0; h < heads; ++h) {
+      EXPECT_EQ(pat.window(h).value(), h < 2 ? local : stride) << h;
+      for (int32_t j = 0; j < n; ++j)
+        for (int32_t k = 0; k < n; ++k) {
+          const int32_t d = std::abs(j - k);
+          const bool expected = j == 0 || k == 0 || (h < 2 ? d < local : d % stride == 0);
+          ASSERT_EQ(pat.contains(h, j, k), expected) << "local " << local << " head " << h << " (" << j << "," << k << ")";
+        }
+    }
+  }
+  EXPECT_THROW(build("sparse_transformer", 26, 2, kwargs({{"local", "0"}})), UsageError);
+  EXPECT_THROW(build("sparse_transformer", 26, 2, kwargs({{"mode", "fixed"}, {"local", "2"}})), UsageError);
+}
+
+TEST(SparseTransformerMask, ReachesThePapersBudgetAt197) {
+  // The budget the Fibottention comparison reports for Sparse Transformer on ViT-B (N = 197):
+  // 98.47% of the patch pairs pruned. Local heads |j-k| < 2, strided heads offsets 0, 65, 130, 195.
+  const int32_t p = 196;
+  const Pattern pat = build("sparse_transformer", 197, 12, kwargs({{"local", "2"}, {"stride", "65"}}));
+  const int64_t local = closed_form_patch_edges(range_offsets(0, 1), p);
+  const int64_t strided = closed_form_patch_edges({0, 65, 130, 195}, p);
+  for (int32_t h = 0; h < 6; ++h) EXPECT_EQ(patch_edges(pat, h), local) << h;
+  for (int32_t h = 6; h < 12; ++h) EXPECT_EQ(patch_edges(pat, h), strided) << h;
+  EXPECT_NEAR(pruning_ratio(pat), 0.9847, 5e-5);
+  // With the local width tied to the stride (the only choice before `local`), no stride gets there.
+  double best = 0;
+  for (int32_t l = 1; l <= 197; ++l)
+    best = std::max(best, pruning_ratio(build("sparse_transformer", 197, 12, kwargs({{"stride", std::to_string(l).c_str()}}))));
+  EXPECT_LT(best, 0.91);
+}
+
 TEST(SparseTransformerMask, StrideBeyondTheSequence) {
   // A stride beyond the sequence means "every offset" for the local heads and "offset 0 only"
   // for the strided heads.
@@ -678,7 +714,7 @@ TEST(LongformerMask, PerLayerWindowsAndDilatedHeadsInUpperLayers) {
       .set_scalar("dilation", "2")
       .set_scalar("dilated_heads", "2")
       .set_scalar("dilated_from_layer", "1");
-  const auto layers = build_layer_masks("longformer", 40, 4, 3, 1, kw);
+  const auto layers = build_layer_masks("longformer", AttentionGeometry{40, 1, 4, 64, 3}, kw);
   ASSERT_EQ(layers.size(), 3u);
   const int32_t windows[] = {1, 2, 3};
   for (int32_t l = 0; l < 3; ++l) {
@@ -697,13 +733,13 @@ TEST(LongformerMask, PerLayerWindowsAndDilatedHeadsInUpperLayers) {
 
 TEST(LongformerMask, DefaultsScalarWindowAndErrors) {
   // Default dilated_from_layer = L / 2.
-  const auto layers = build_layer_masks("longformer", 30, 2, 4, 1, kwargs({{"window", "2"}, {"dilated_heads", "1"}}));
+  const auto layers = build_layer_masks("longformer", AttentionGeometry{30, 1, 2, 64, 4}, kwargs({{"window", "2"}, {"dilated_heads", "1"}}));
   EXPECT_EQ(layers[1].diagonals(0)->offsets, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(layers[2].diagonals(0)->offsets, (std::vector<int32_t>{0, 2, 4}));
   EXPECT_EQ(layers[3].diagonals(1)->offsets, (std::vector<int32_t>{0, 1, 2}));
   MaskKwargs wrong;
   wrong.set_list("window", {"1", "2"});
-  EXPECT_THROW(build_layer_masks("longformer", 30, 2, 3, 1, wrong), UsageError);
+  EXPECT_THROW(build_layer_masks("longformer", AttentionGeometry{30, 1, 2, 64, 3}, wrong), UsageError);
   EXPECT_THROW(build("longformer", 30, 2, kwargs({{"dilated_heads", "3"}})), UsageError);
   EXPECT_THROW(build("longformer", 30, 2, kwargs({{"dilation", "0"}})), UsageError);
 }
@@ -714,7 +750,7 @@ TEST(LongformerMask, ShippedConfigSettingAt197) {
       .set_scalar("dilation", "2")
       .set_scalar("dilated_heads", "2")
       .set_scalar("dilated_from_layer", "6");
-  const auto layers = build_layer_masks("longformer", 197, 12, 12, 1, kw);
+  const auto layers = build_layer_masks("longformer", AttentionGeometry{197, 1, 12, 64, 12}, kw);
   const int64_t low = closed_form_patch_edges({0, 1}, 196);
   const int64_t high = closed_form_patch_edges({0, 1, 2}, 196);
   const int64_t high_dilated = closed_form_patch_edges({0, 2, 4}, 196);
@@ -736,7 +772,7 @@ TEST(LongformerMask, ShippedConfigSettingAt197) {
 
 TEST(PruningMask, KeepsTheHeaviestEdgesAndMeetsTheRatio) {
   const int32_t n = 13, heads = 3, patches = 12;
-  const MaskContext ctx{n, heads, 0, 1, 1};
+  const MaskContext ctx{{n, 1, heads, 64, 1}, 0};
   const auto flat = distinct_scores(static_cast<int64_t>(heads) * n * n, 5);
   LayerScores scores(heads);
   for (int32_t h = 0; h < heads; ++h) scores[h].assign(flat.begin() + h * n * n, flat.begin() + (h + 1) * n * n);
@@ -779,7 +815,7 @@ TEST(PruningMask, KeepsTheHeaviestEdgesAndMeetsTheRatio) {
 
 TEST(PruningMask, AtLeastOneKeyPerRowEvenAtFullPruning) {
   const int32_t n = 9;
-  const MaskContext ctx{n, 2, 0, 1, 1};
+  const MaskContext ctx{{n, 1, 2, 64, 1}, 0};
   const auto flat = distinct_scores(2 * n * n, 9);
   LayerScores scores = {std::vector<float>(flat.begin(), flat.begin() + n * n),
                         std::vector<float>(flat.begin() + n * n, flat.end())};
@@ -793,12 +829,12 @@ TEST(PruningMask, AtLeastOneKeyPerRowEvenAtFullPruning) {
     }
   // All-equal scores: ties go to the lower key.
   LayerScores flat_scores(1, std::vector<float>(n * n, 1.0f));
-  const Pattern tie = prune_by_scores(MaskContext{n, 1, 0, 1, 1}, flat_scores, 1.0, {});
+  const Pattern tie = prune_by_scores(MaskContext{{n, 1, 1, 64, 1}, 0}, flat_scores, 1.0, {});
   for (int32_t j = 0; j < n; ++j) EXPECT_EQ(row_keys(tie, 0, j), std::vector<int32_t>{0});
   // Zero pruning keeps every pair.
   EXPECT_EQ(prune_by_scores(ctx, scores, 0.0, {0}).edges(0), n * n);
   // Wrong head count / shape.
-  EXPECT_THROW(prune_by_scores(MaskContext{n, 3, 0, 1, 1}, scores, 0.5, {0}), UsageError);
+  EXPECT_THROW(prune_by_scores(MaskContext{{n, 1, 3, 64, 1}, 0}, scores, 0.5, {0}), UsageError);
   LayerScores bad = {std::vector<float>(n * n - 1, 0.f), std::vector<float>(n * n, 0.f)};
   EXPECT_THROW(prune_by_scores(ctx, bad, 0.5, {0}), UsageError);
 }
@@ -809,7 +845,7 @@ TEST(PruningMask, LoadLayerScoresReadsNpy) {
   const auto data = distinct_scores(layers * heads * n * n, 1);
   const std::string path = dir.file("scores.npy", npy_bytes({layers, heads, n, n}, data));
   for (int32_t l = 0; l < layers; ++l) {
-    const LayerScores s = load_layer_scores(path, MaskContext{n, heads, l, layers, 1});
+    const LayerScores s = load_layer_scores(path, MaskContext{{n, 1, heads, 64, layers}, l});
     ASSERT_EQ(s.size(), static_cast<std::size_t>(heads));
     for (int32_t h = 0; h < heads; ++h) {
       ASSERT_EQ(s[h].size(), static_cast<std::size_t>(n * n));
@@ -820,7 +856,7 @@ TEST(PruningMask, LoadLayerScoresReadsNpy) {
   const std::vector<float> shared(data.begin(), data.begin() + heads * n * n);
   const std::string shared_path = dir.file("shared.npy", npy_bytes({heads, n, n}, shared));
   for (int32_t l = 0; l < 3; ++l) {
-    const LayerScores s = load_layer_scores(shared_path, MaskContext{n, heads, l, 3, 1});
+    const LayerScores s = load_layer_scores(shared_path, MaskContext{{n, 1, heads, 64, 3}, l});
     EXPECT_EQ(s[1][3], shared[n * n + 3]);
   }
 }
@@ -828,7 +864,7 @@ TEST(PruningMask, LoadLayerScoresReadsNpy) {
 TEST(PruningMask, LoadLayerScoresRejectsBadFiles) {
   TempDir dir;
   const int32_t heads = 2, n = 5;
-  const MaskContext ctx{n, heads, 0, 1, 1};
+  const MaskContext ctx{{n, 1, heads, 64, 1}, 0};
   const auto data = distinct_scores(heads * n * n, 2);
   const std::string good = npy_bytes({1, heads, n, n}, data);
   ASSERT_NO_THROW(load_layer_scores(dir.file("good.npy", good), ctx));
@@ -868,9 +904,9 @@ TEST(PruningMask, GeneratorReadsScoresFile) {
   const std::string path = dir.file("scores.npy", npy_bytes({layers, heads, n, n}, data));
   MaskKwargs kw;
   kw.set_scalar("scores_file", path).set_scalar("pruning_ratio", "0.8");
-  const auto built = build_layer_masks("pruning", n, heads, layers, 1, kw);
+  const auto built = build_layer_masks("pruning", AttentionGeometry{n, 1, heads, 64, layers}, kw);
   for (int32_t l = 0; l < layers; ++l) {
-    const MaskContext ctx{n, heads, l, layers, 1};
+    const MaskContext ctx{{n, 1, heads, 64, layers}, l};
     const Pattern direct = prune_by_scores(ctx, load_layer_scores(path, ctx), 0.8, {0});
     expect_same_pattern(built[l], direct, "pruning layer " + std::to_string(l));
     expect_csr_well_formed(built[l], "pruning generator");
@@ -885,7 +921,7 @@ TEST(PruningMask, GeneratorReadsScoresFile) {
 // topk
 
 TEST(TopkMask, KeysPerQuery) {
-  const MaskContext ctx{197, 12, 0, 12, 1};
+  const MaskContext ctx{{197, 1, 12, 64, 12}, 0};
   EXPECT_EQ(topk_keys_per_query(ctx, MaskKwargs()), 4);
   EXPECT_EQ(topk_keys_per_query(ctx, kwargs({{"k", "7"}})), 7);
   EXPECT_EQ(topk_keys_per_query(ctx, kwargs({{"k", "100000"}})), 197);  // clamped to N
@@ -899,7 +935,7 @@ TEST(TopkMask, KeysPerQuery) {
 }
 
 TEST(TopkMask, ScheduleEndpoints) {
-  const MaskContext ctx{197, 12, 0, 12, 1};
+  const MaskContext ctx{{197, 1, 12, 64, 12}, 0};
   for (const char* schedule : {"linear", "cosine"}) {
     const MaskKwargs kw = kwargs({{"k_start", "100"}, {"k_end", "4"}, {"k_schedule", schedule}});
     EXPECT_EQ(topk_keys_per_query(ctx, kw, 0.0), 100) << schedule;
@@ -987,18 +1023,18 @@ TEST(MaskRegistry, OutOfRangeValuesAreUsageErrors) {
   EXPECT_THROW(build("fibo", 20, 2, kwargs({{"w_min", "0"}})), UsageError);
   for (const auto& name : mask_names()) {
     if (name == "pruning") continue;  // needs a scores file before anything else
-    EXPECT_THROW(build_mask(name, MaskContext{20, 0, 0, 1, 1}, MaskKwargs()), UsageError) << name << " heads 0";
-    EXPECT_THROW(build_mask(name, MaskContext{20, -3, 0, 1, 1}, MaskKwargs()), UsageError) << name << " heads -3";
-    EXPECT_THROW(build_mask(name, MaskContext{0, 2, 0, 1, 1}, MaskKwargs()), UsageError) << name << " tokens 0";
-    EXPECT_THROW(build_mask(name, MaskContext{-5, 2, 0, 1, 0}, MaskKwargs()), UsageError) << name << " tokens -5";
-    EXPECT_THROW(build_mask(name, MaskContext{1, 2, 0, 1, 1}, MaskKwargs()), UsageError) << name << " N=1 + class";
-    EXPECT_THROW(build_mask(name, MaskContext{20, 2, 0, 0, 1}, MaskKwargs()), UsageError) << name << " layers 0";
-    EXPECT_THROW(build_mask(name, MaskContext{20, 2, 3, 3, 1}, MaskKwargs()), UsageError) << name << " layer 3 of 3";
-    EXPECT_THROW(build_mask(name, MaskContext{20, 2, -1, 3, 1}, MaskKwargs()), UsageError) << name << " layer -1";
-    EXPECT_THROW(build_mask(name, MaskContext{20, 2, 0, 1, 2}, MaskKwargs()), UsageError) << name << " prefix 2";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 1, 0, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " heads 0";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 1, -3, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " heads -3";
+    EXPECT_THROW(build_mask(name, MaskContext{{0, 1, 2, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " tokens 0";
+    EXPECT_THROW(build_mask(name, MaskContext{{-5, 0, 2, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " tokens -5";
+    EXPECT_THROW(build_mask(name, MaskContext{{1, 1, 2, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " N=1 + class";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 1, 2, 64, 0}, 0}, MaskKwargs()), UsageError) << name << " layers 0";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 1, 2, 64, 3}, 3}, MaskKwargs()), UsageError) << name << " layer 3 of 3";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 1, 2, 64, 3}, -1}, MaskKwargs()), UsageError) << name << " layer -1";
+    EXPECT_THROW(build_mask(name, MaskContext{{20, 2, 2, 64, 1}, 0}, MaskKwargs()), UsageError) << name << " prefix 2";
   }
-  EXPECT_THROW(build_layer_masks("local", 20, 0, 2, 1, MaskKwargs()), UsageError);
-  EXPECT_THROW(build_layer_masks("local", 0, 2, 2, 1, MaskKwargs()), UsageError);
+  EXPECT_THROW(build_layer_masks("local", AttentionGeometry{20, 1, 0, 64, 2}, MaskKwargs()), UsageError);
+  EXPECT_THROW(build_layer_masks("local", AttentionGeometry{0, 1, 2, 64, 2}, MaskKwargs()), UsageError);
 }
 
 TEST(MaskRegistry, FiboHugeWMaxIsClampedNotOverflowed) {
@@ -1090,8 +1126,8 @@ TEST(MaskRegistry, EveryGeneratorIsWellFormedDeterministicAndHintsAreExact) {
                                " H=" + std::to_string(s.heads) + " prefix=" + std::to_string(s.prefix);
       std::vector<Pattern> first, second;
       try {
-        first = build_layer_masks(c.name, s.n, s.heads, s.layers, s.prefix, kw);
-        second = build_layer_masks(c.name, s.n, s.heads, s.layers, s.prefix, kw);
+        first = build_layer_masks(c.name, AttentionGeometry{s.n, s.prefix, s.heads, 64, s.layers}, kw);
+        second = build_layer_masks(c.name, AttentionGeometry{s.n, s.prefix, s.heads, 64, s.layers}, kw);
       } catch (const std::exception& e) {
         ADD_FAILURE() << what << ": " << e.what();
         continue;

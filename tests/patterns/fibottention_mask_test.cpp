@@ -12,7 +12,7 @@ namespace sparsevit::patterns {
 namespace {
 
 Pattern fibo(int32_t n, int32_t h, int32_t layer, int32_t layers, const MaskKwargs& kw, int32_t prefix = 1) {
-  return build_mask("fibo", MaskContext{n, h, layer, layers, prefix}, kw);
+  return build_mask("fibo", MaskContext{{n, prefix, h, 64, layers}, layer}, kw);
 }
 
 std::vector<std::vector<int32_t>> offsets_of(const Pattern& p) {
@@ -60,10 +60,10 @@ TEST(FibottentionMask, ClosedFormEdgeCounts) {
 
 TEST(FibottentionMask, LiteraturePruningRatios) {
   const MaskKwargs paper = MaskKwargs().set_scalar("w_min", "5").set_scalar("w_max", "65");
-  EXPECT_NEAR(pruning_ratio(build_layer_masks("fibo", 197, 12, 12, 1, paper)), 0.9801, 5e-5);
+  EXPECT_NEAR(pruning_ratio(build_layer_masks("fibo", AttentionGeometry{197, 1, 12, 64, 12}, paper)), 0.9801, 5e-5);
   MaskKwargs modified = paper;
   modified.set_scalar("schedule", "wythoff_modified");
-  EXPECT_NEAR(pruning_ratio(build_layer_masks("fibo", 197, 12, 12, 1, modified)), 0.9622, 5e-5);
+  EXPECT_NEAR(pruning_ratio(build_layer_masks("fibo", AttentionGeometry{197, 1, 12, 64, 12}, modified)), 0.9622, 5e-5);
 }
 
 TEST(FibottentionMask, PaperHeadsAreDisjointAndModifiedSharesAtMostThree) {
