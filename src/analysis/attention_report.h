@@ -1,5 +1,5 @@
 // Attention reports: per-layer/per-head edges, offsets and windows, pruning ratio, density
-// and attention GFLOPs (DESIGN.md §2 conventions), computed from the patterns the kernels run.
+// and attention GFLOPs (docs/conventions.md), computed from the patterns the kernels run.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Statistics of a Pattern, with the conventions of DESIGN.md §2 (tests pin them).
+// Statistics of a Pattern, with the conventions of docs/conventions.md (tests pin them).
 #pragma once
 
 #include <cstdint>

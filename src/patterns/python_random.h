@@ -1,5 +1,5 @@
 // PythonRandom: CPython 3's `random.Random` (MT19937), bit-exact for the operations the
-// `compat: reference` Fibottention mask needs (DESIGN.md §3): seeding from an int,
+// `compat: reference` Fibottention mask needs (docs/masks.md, `compat: reference`): seeding from an int,
 // getrandbits, random(), _randbelow and shuffle.
 //
 // Reproduces CPython's Modules/_randommodule.c and Lib/random.py:

@@ -1,4 +1,4 @@
-// Portable seeded randomness for the mask generators (DESIGN.md §3).
+// Portable seeded randomness for the mask generators (docs/conventions.md, "Randomness and determinism").
 //
 // std::mt19937_64's output sequence for a given 64-bit seed is fixed by the C++ standard, but
 // std::shuffle and std::uniform_int_distribution are not (libstdc++, libc++ and MSVC differ).

@@ -1,4 +1,4 @@
-// AttentionSpec: the attention config format (DESIGN.md §7), its errors (naming the key and
+// AttentionSpec: the attention config format (docs/conventions.md), its errors (naming the key and
 // file:line), --set overrides, the layer patterns it builds, and a deterministic fuzz of every
 // shipped config: malformed YAML must end in a UsageError, never a crash or another exception.
 #include <gtest/gtest.h>
@@ -126,7 +126,7 @@ TEST(AttentionSpec, ShippedSparseConfigsNearTheirDocumentedPruning) {
 }
 
 TEST(AttentionSpec, TheDocumentedFormat) {
-  // DESIGN.md §7, verbatim (comment included).
+  // docs/conventions.md "Attention configs", verbatim (comment included).
   const std::string yaml =
       "attention:\n"
       "  backend: vit\n"

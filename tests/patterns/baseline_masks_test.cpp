@@ -1,7 +1,7 @@
 // The baseline mask generators (local, random, sparse_transformer, bigbird, longformer, pruning,
 // topk) and the registry: closed-form edge counts, membership rules, seeded determinism,
 // pruning-ratio targets, .npy score files, and the CSR / structure-hint invariants of every
-// generator (DESIGN.md §2-§3).
+// generator (docs/masks.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
