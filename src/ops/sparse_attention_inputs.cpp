@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 
 #include <limits>
+#include <list>
+#include <mutex>
 #include <vector>
 
 namespace sparsevit::ops {
@@ -48,19 +50,15 @@ AttentionShape check_attention_inputs(const char* op, const at::Tensor& q, const
               row_ptr.scalar_type());
   TORCH_CHECK(is_index_type(col_idx.scalar_type()), op, ": col_idx must be int32 or int64, got ",
               col_idx.scalar_type());
-  AttentionShape s;
-  s.batch = q.size(0);
-  s.heads = q.size(1);
-  s.tokens = q.size(2);
-  s.dim = q.size(3);
-  TORCH_CHECK(row_ptr.dim() == 2 && row_ptr.size(0) == s.heads && row_ptr.size(1) == s.tokens + 1, op,
-              ": row_ptr must be [H, N+1] = [", s.heads, ", ", s.tokens + 1, "] for q of shape ", q.sizes(),
+  AttentionShape s = AttentionShape::of(q.size(0), q.size(1), q.size(2), q.size(3), 0);
+  TORCH_CHECK(row_ptr.dim() == 2 && row_ptr.size(0) == s.layer.num_heads && row_ptr.size(1) == s.layer.num_tokens + 1, op,
+              ": row_ptr must be [H, N+1] = [", s.layer.num_heads, ", ", s.layer.num_tokens + 1, "] for q of shape ", q.sizes(),
               ", got ", row_ptr.sizes());
-  TORCH_CHECK(col_idx.dim() == 2 && col_idx.size(0) == s.heads, op, ": col_idx must be [H, nnz_max] with H = ",
-              s.heads, ", got ", col_idx.sizes());
+  TORCH_CHECK(col_idx.dim() == 2 && col_idx.size(0) == s.layer.num_heads, op, ": col_idx must be [H, nnz_max] with H = ",
+              s.layer.num_heads, ", got ", col_idx.sizes());
   s.nnz_stride = col_idx.size(1);
-  TORCH_CHECK(s.tokens < std::numeric_limits<int32_t>::max() && s.nnz_stride < std::numeric_limits<int32_t>::max(),
-              op, ": N and nnz_max must be below 2^31, got N = ", s.tokens, ", nnz_max = ", s.nnz_stride);
+  TORCH_CHECK(s.layer.num_tokens < std::numeric_limits<int32_t>::max() && s.nnz_stride < std::numeric_limits<int32_t>::max(),
+              op, ": N and nnz_max must be below 2^31, got N = ", s.layer.num_tokens, ", nnz_max = ", s.nnz_stride);
   return s;
 }
 
@@ -71,7 +69,7 @@ CsrIndices prepare_csr(const char* op, const at::Tensor& row_ptr, const at::Tens
   const at::Tensor rp = row_ptr.contiguous();
   const at::Tensor ci = col_idx.contiguous();
   const IndexReader rpr(rp), cir(ci);
-  const int64_t H = shape.heads, N = shape.tokens, nnz = shape.nnz_stride;
+  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, nnz = shape.nnz_stride;
   CsrIndices out;
   out.row_ptr = rp.scalar_type() == at::kInt ? rp : at::empty({H, N + 1}, rp.options().dtype(at::kInt));
   out.col_idx = ci.scalar_type() == at::kInt ? ci : at::empty({H, nnz}, ci.options().dtype(at::kInt));
@@ -112,7 +110,7 @@ CsrIndices prepare_csr(const char* op, const at::Tensor& row_ptr, const at::Tens
 }
 
 TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape) {
-  const int64_t H = shape.heads, N = shape.tokens, nnz = shape.nnz_stride;
+  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, nnz = shape.nnz_stride;
   const auto opts = csr.row_ptr.options().dtype(at::kInt);
   TransposedCsr t;
   t.row_ptr = at::empty({H, N + 1}, opts);
@@ -145,10 +143,80 @@ TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape) 
   return t;
 }
 
-int64_t bytes_if_copied(const at::Tensor& made, const at::Tensor& source) {
-  if (!made.defined()) return 0;
-  if (source.defined() && made.is_alias_of(source)) return 0;
-  return static_cast<int64_t>(made.nbytes());
+namespace {
+
+struct PreparedEntry {
+  at::Tensor row_ptr, col_idx;  // held: their addresses stay theirs while the entry lives
+  int64_t row_ptr_version = 0, col_idx_version = 0;
+  int64_t heads = 0, tokens = 0, nnz = 0;
+  std::shared_ptr<const PreparedCsr> prepared;
+};
+
+struct PreparedCache {
+  std::mutex mutex;
+  std::list<PreparedEntry> entries;  // most recently used first
+  bool enabled = true;
+  PreparedCsrCacheStats stats;
+};
+
+PreparedCache& prepared_cache() {
+  static PreparedCache cache;
+  return cache;
+}
+
+constexpr size_t kPreparedCapacity = 64;
+
+std::shared_ptr<const PreparedCsr> prepare(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                                           const AttentionShape& shape) {
+  auto p = std::make_shared<PreparedCsr>();
+  p->csr = prepare_csr(op, row_ptr, col_idx, shape);
+  p->transposed = transpose_csr(p->csr, shape);
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedCsr> prepared_csr(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                                                const AttentionShape& shape) {
+  PreparedCache& cache = prepared_cache();
+  if (row_ptr.is_inference() || col_idx.is_inference()) return prepare(op, row_ptr, col_idx, shape);
+  const int64_t rv = row_ptr._version(), cv = col_idx._version();
+  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, nnz = shape.nnz_stride;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (cache.enabled) {
+      for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
+        if (it->row_ptr.unsafeGetTensorImpl() == row_ptr.unsafeGetTensorImpl() &&
+            it->col_idx.unsafeGetTensorImpl() == col_idx.unsafeGetTensorImpl() && it->row_ptr_version == rv &&
+            it->col_idx_version == cv && it->heads == H && it->tokens == N && it->nnz == nnz) {
+          cache.entries.splice(cache.entries.begin(), cache.entries, it);
+          ++cache.stats.hits;
+          return cache.entries.front().prepared;
+        }
+      }
+    }
+    ++cache.stats.misses;
+    if (!cache.enabled) return prepare(op, row_ptr, col_idx, shape);
+  }
+  // Checked outside the lock (it can throw, and it is the expensive part).
+  std::shared_ptr<const PreparedCsr> p = prepare(op, row_ptr, col_idx, shape);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.entries.push_front(PreparedEntry{row_ptr, col_idx, rv, cv, H, N, nnz, p});
+  if (cache.entries.size() > kPreparedCapacity) cache.entries.pop_back();
+  return p;
+}
+
+void set_prepared_csr_cache_enabled(bool enabled) {
+  PreparedCache& cache = prepared_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.enabled = enabled;
+  if (!enabled) cache.entries.clear();
+}
+
+PreparedCsrCacheStats prepared_csr_cache_stats() {
+  PreparedCache& cache = prepared_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.stats;
 }
 
 }  // namespace sparsevit::ops

@@ -1,18 +1,34 @@
 // Validation of the sparse attention operator's inputs and the CSR index preparation shared by
 // every backend: shape/dtype checks with messages that say what is wrong, the CSR values checked
-// once per call (bounds, monotone row_ptr, no duplicate key in a row), int32 copies for the
-// kernels, and the per-head transposed CSR the backward's key-centric pass walks.
+// (bounds, monotone row_ptr, no duplicate key in a row), int32 copies for the kernels, and the
+// per-head transposed CSR the backward's key-centric pass walks. A layer's pattern never changes,
+// so the checked CSR and its transpose are prepared once per (row_ptr, col_idx) pair and reused
+// (prepared_csr), not redone on every call.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
+
+#include "util/attention_geometry.h"
 
 namespace sparsevit::ops {
 
 struct AttentionShape {
-  int64_t batch = 0, heads = 0, tokens = 0, dim = 0;
+  int64_t batch = 0;
+  // num_heads, num_tokens and head_dim of q (the operator knows no prefix tokens or depth:
+  // num_prefix_tokens 0, num_layers 1).
+  AttentionGeometry layer;
   int64_t nnz_stride = 0;  // col_idx.size(1)
+
+  static AttentionShape of(int64_t batch, int64_t heads, int64_t tokens, int64_t head_dim, int64_t nnz_stride) {
+    AttentionShape s;
+    s.batch = batch;
+    s.layer = AttentionGeometry{tokens, 0, heads, head_dim, 1};
+    s.nnz_stride = nnz_stride;
+    return s;
+  }
 };
 
 // q, k, v: [B, H, N, D], one floating dtype and device; row_ptr [H, N+1]; col_idx [H, nnz_max];
@@ -39,7 +55,27 @@ struct TransposedCsr {
 };
 TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape);
 
-// Bytes of `made` when it does not share storage with `source` (a copy the operator allocated).
-int64_t bytes_if_copied(const at::Tensor& made, const at::Tensor& source);
+// The checked int32 CSR of a pattern and its transpose.
+struct PreparedCsr {
+  CsrIndices csr;
+  TransposedCsr transposed;
+};
+
+// prepare_csr + transpose_csr, done once per (row_ptr, col_idx) pair and then reused while
+// neither tensor changes: a cache keyed by the two tensors' identity and version counters (every
+// in-place ATen write bumps them) that holds references to them, so an address is never reused
+// for another tensor while its entry lives. At most 64 entries, least recently used dropped.
+// Inference tensors (no version counter) are prepared on every call. Writes through raw data
+// pointers are not seen: prepare a fresh tensor instead of editing one in place that way.
+std::shared_ptr<const PreparedCsr> prepared_csr(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                                                const AttentionShape& shape);
+
+// For `sparsevit bench`: with the cache off every call prepares its indices again (what the
+// cache saves). On by default.
+void set_prepared_csr_cache_enabled(bool enabled);
+struct PreparedCsrCacheStats {
+  int64_t hits = 0, misses = 0;
+};
+PreparedCsrCacheStats prepared_csr_cache_stats();
 
 }  // namespace sparsevit::ops

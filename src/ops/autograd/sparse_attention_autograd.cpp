@@ -60,8 +60,63 @@ at::Tensor sparse_attention_autograd(const at::Tensor& q, const at::Tensor& k, c
   return SparseAttentionFunction::apply(q, k, v, row_ptr, col_idx, scale)[0];
 }
 
+// The private ops get refusing autograd kernels (torchvision does this for its backward ops):
+// they run below autograd, and a graph built through them (create_graph=true, i.e. double
+// backward) ends in a node that fails with a clear message instead of gradients that silently
+// have no graph.
+class SparseAttentionBackwardFunction : public torch::autograd::Function<SparseAttentionBackwardFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext*, const at::Tensor& grad_out,
+                                                const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                const at::Tensor& out, const at::Tensor& lse,
+                                                const at::Tensor& row_ptr, const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [dq, dk, dv] = call_backward(grad_out, q, k, v, out, lse, row_ptr, col_idx, scale);
+    return {dq, dk, dv};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list) {
+    TORCH_CHECK(false,
+                "double backward of sparsevit::sparse_attention is not supported (its gradients are computed by "
+                "sparsevit::_sparse_attention_backward, which has no derivative)");
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_autograd(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const at::Tensor& row_ptr, const at::Tensor& col_idx, double scale) {
+  const auto g = SparseAttentionBackwardFunction::apply(grad_out, q, k, v, out, lse, row_ptr, col_idx, scale);
+  return {g[0], g[1], g[2]};
+}
+
+class SparseAttentionForwardFunction : public torch::autograd::Function<SparseAttentionForwardFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext*, const at::Tensor& q,
+                                                const at::Tensor& k, const at::Tensor& v, const at::Tensor& row_ptr,
+                                                const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, lse] = call_forward(q, k, v, row_ptr, col_idx, scale);
+    return {out, lse};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list) {
+    TORCH_CHECK(false,
+                "sparsevit::_sparse_attention_forward has no derivative; differentiate sparsevit::sparse_attention "
+                "instead");
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_autograd(const at::Tensor& q, const at::Tensor& k,
+                                                                     const at::Tensor& v, const at::Tensor& row_ptr,
+                                                                     const at::Tensor& col_idx, double scale) {
+  const auto r = SparseAttentionForwardFunction::apply(q, k, v, row_ptr, col_idx, scale);
+  return {r[0], r[1]};
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(sparsevit, Autograd, m) { m.impl("sparse_attention", TORCH_FN(sparse_attention_autograd)); }
+TORCH_LIBRARY_IMPL(sparsevit, Autograd, m) {
+  m.impl("sparse_attention", TORCH_FN(sparse_attention_autograd));
+  m.impl("_sparse_attention_forward", TORCH_FN(sparse_attention_forward_autograd));
+  m.impl("_sparse_attention_backward", TORCH_FN(sparse_attention_backward_autograd));
+}
 
 }  // namespace sparsevit::ops

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "ops/cpu/sparse_attention_cpu_kernels.h"
-#include "ops/op_memory_stats.h"
 #include "ops/sparse_attention_inputs.h"
 
 namespace sparsevit::ops {
@@ -38,9 +37,9 @@ const cpu::KernelFns<double>& kernel_fns<double>() {
 
 // Rows per parallel chunk: enough work per chunk (~64k multiply-adds) to amortise the split.
 int64_t row_grain(const AttentionShape& s) {
-  const int64_t rows_per_head = std::max<int64_t>(1, s.tokens);
+  const int64_t rows_per_head = std::max<int64_t>(1, s.layer.num_tokens);
   const int64_t keys_per_row = s.nnz_stride / rows_per_head + 1;  // nnz_stride: the densest head
-  const int64_t work_per_row = keys_per_row * std::max<int64_t>(1, s.dim);
+  const int64_t work_per_row = keys_per_row * std::max<int64_t>(1, s.layer.head_dim);
   return std::max<int64_t>(1, 65536 / work_per_row);
 }
 
@@ -55,14 +54,14 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
                                                                 const at::Tensor& col_idx, double scale) {
   const AttentionShape s = check_attention_inputs(kForwardOp, q, k, v, row_ptr, col_idx);
   check_cpu(kForwardOp, q);
-  const CsrIndices csr = prepare_csr(kForwardOp, row_ptr, col_idx, s);
+  const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kForwardOp, row_ptr, col_idx, s);
+  const CsrIndices& csr = prepared->csr;
   const at::ScalarType ct = compute_type(q.scalar_type());
   const at::Tensor qc = as_compute(q, ct), kc = as_compute(k, ct), vc = as_compute(v, ct);
-  at::Tensor out = at::empty({s.batch, s.heads, s.tokens, s.dim}, qc.options());
-  at::Tensor lse = at::empty({s.batch, s.heads, s.tokens}, qc.options());
-  const int64_t rows = s.batch * s.heads * s.tokens;
+  at::Tensor out = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens, s.layer.head_dim}, qc.options());
+  at::Tensor lse = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens}, qc.options());
+  const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
   const int64_t scratch_len = csr.max_row_length + 64;
-  const int64_t threads = std::min<int64_t>(at::get_num_threads(), std::max<int64_t>(1, rows));
   AT_DISPATCH_FLOATING_TYPES(ct, "sparse_attention_forward_cpu", [&] {
     cpu::ForwardParams<scalar_t> p;
     p.q = qc.data_ptr<scalar_t>();
@@ -72,9 +71,9 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
     p.lse = lse.data_ptr<scalar_t>();
     p.row_ptr = csr.row_ptr.data_ptr<int32_t>();
     p.col_idx = csr.col_idx.data_ptr<int32_t>();
-    p.heads = s.heads;
-    p.tokens = s.tokens;
-    p.dim = s.dim;
+    p.heads = s.layer.num_heads;
+    p.tokens = s.layer.num_tokens;
+    p.dim = s.layer.head_dim;
     p.nnz_stride = s.nnz_stride;
     p.scale = static_cast<scalar_t>(scale);
     const auto& fns = kernel_fns<scalar_t>();
@@ -82,10 +81,6 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
       std::vector<scalar_t> scores(static_cast<size_t>(scratch_len));
       fns.forward_rows(p, begin, end, scores.data());
     });
-    record_op_allocation(bytes_if_copied(qc, q) + bytes_if_copied(kc, k) + bytes_if_copied(vc, v) +
-                         bytes_if_copied(csr.row_ptr, row_ptr) + bytes_if_copied(csr.col_idx, col_idx) +
-                         static_cast<int64_t>(out.nbytes() + lse.nbytes()) +
-                         threads * scratch_len * static_cast<int64_t>(sizeof(scalar_t)));
   });
   if (q.scalar_type() != ct) out = out.to(q.scalar_type());
   return {out, lse};
@@ -100,21 +95,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
               q.sizes(), ", got ", grad_out.defined() ? grad_out.sizes() : at::IntArrayRef{});
   TORCH_CHECK(out.defined() && out.sizes() == q.sizes(), kBackwardOp, ": out must have the shape of q ", q.sizes(),
               ", got ", out.defined() ? out.sizes() : at::IntArrayRef{});
-  TORCH_CHECK(lse.defined() && lse.dim() == 3 && lse.size(0) == s.batch && lse.size(1) == s.heads &&
-                  lse.size(2) == s.tokens,
-              kBackwardOp, ": lse must be [B, H, N] = [", s.batch, ", ", s.heads, ", ", s.tokens, "], got ",
+  TORCH_CHECK(lse.defined() && lse.dim() == 3 && lse.size(0) == s.batch && lse.size(1) == s.layer.num_heads &&
+                  lse.size(2) == s.layer.num_tokens,
+              kBackwardOp, ": lse must be [B, H, N] = [", s.batch, ", ", s.layer.num_heads, ", ", s.layer.num_tokens, "], got ",
               lse.defined() ? lse.sizes() : at::IntArrayRef{});
   TORCH_CHECK(grad_out.device() == q.device() && out.device() == q.device() && lse.device() == q.device(),
               kBackwardOp, ": grad_out, out and lse must be on the device of q (", q.device(), ")");
-  const CsrIndices csr = prepare_csr(kBackwardOp, row_ptr, col_idx, s);
-  const TransposedCsr tcsr = transpose_csr(csr, s);
+  const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kBackwardOp, row_ptr, col_idx, s);
+  const CsrIndices& csr = prepared->csr;
+  const TransposedCsr& tcsr = prepared->transposed;
   const at::ScalarType ct = compute_type(q.scalar_type());
   const at::Tensor qc = as_compute(q, ct), kc = as_compute(k, ct), vc = as_compute(v, ct);
   const at::Tensor oc = as_compute(out, ct), goc = as_compute(grad_out, ct), lc = as_compute(lse, ct);
   at::Tensor dq = at::empty_like(qc), dk = at::empty_like(qc), dv = at::empty_like(qc);
-  at::Tensor edge_p = at::empty({s.batch * s.heads, s.nnz_stride}, qc.options());
-  at::Tensor edge_ds = at::empty({s.batch * s.heads, s.nnz_stride}, qc.options());
-  const int64_t rows = s.batch * s.heads * s.tokens;
+  at::Tensor edge_p = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, qc.options());
+  at::Tensor edge_ds = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, qc.options());
+  const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
   AT_DISPATCH_FLOATING_TYPES(ct, "sparse_attention_backward_cpu", [&] {
     cpu::BackwardParams<scalar_t> p;
     p.q = qc.data_ptr<scalar_t>();
@@ -133,20 +129,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
     p.t_row_ptr = tcsr.row_ptr.data_ptr<int32_t>();
     p.t_query = tcsr.query.data_ptr<int32_t>();
     p.t_edge = tcsr.edge.data_ptr<int32_t>();
-    p.heads = s.heads;
-    p.tokens = s.tokens;
-    p.dim = s.dim;
+    p.heads = s.layer.num_heads;
+    p.tokens = s.layer.num_tokens;
+    p.dim = s.layer.head_dim;
     p.nnz_stride = s.nnz_stride;
     p.scale = static_cast<scalar_t>(scale);
     const auto& fns = kernel_fns<scalar_t>();
-    const int64_t bhs = s.batch * s.heads;
+    const int64_t bhs = s.batch * s.layer.num_heads;
     if (bhs >= 2 * static_cast<int64_t>(at::get_num_threads())) {
       // One task per (batch, head): the key pass reads what the query pass just wrote and the
       // head's q, k, v, dO while they are still in cache.
       at::parallel_for(0, bhs, 1, [&](int64_t b, int64_t e) {
         for (int64_t bh = b; bh < e; ++bh) {
-          fns.backward_query_rows(p, bh * s.tokens, (bh + 1) * s.tokens);
-          fns.backward_key_rows(p, bh * s.tokens, (bh + 1) * s.tokens);
+          fns.backward_query_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
+          fns.backward_key_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
         }
       });
     } else {
@@ -156,12 +152,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
       at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_key_rows(p, b, e); });
     }
   });
-  record_op_allocation(bytes_if_copied(qc, q) + bytes_if_copied(kc, k) + bytes_if_copied(vc, v) +
-                       bytes_if_copied(oc, out) + bytes_if_copied(goc, grad_out) + bytes_if_copied(lc, lse) +
-                       bytes_if_copied(csr.row_ptr, row_ptr) + bytes_if_copied(csr.col_idx, col_idx) +
-                       static_cast<int64_t>(tcsr.row_ptr.nbytes() + tcsr.query.nbytes() + tcsr.edge.nbytes() +
-                                            dq.nbytes() + dk.nbytes() + dv.nbytes() + edge_p.nbytes() +
-                                            edge_ds.nbytes()));
   if (q.scalar_type() != ct) {
     dq = dq.to(q.scalar_type());
     dk = dk.to(q.scalar_type());

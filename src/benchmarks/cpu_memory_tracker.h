@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-namespace sparsevit::ops {
+namespace sparsevit::benchmarks {
 
 class CpuMemoryTracker {
  public:
@@ -24,4 +24,4 @@ class CpuMemoryTracker {
   static void reset_peak();
 };
 
-}  // namespace sparsevit::ops
+}  // namespace sparsevit::benchmarks

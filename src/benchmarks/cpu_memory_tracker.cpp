@@ -1,4 +1,4 @@
-#include "ops/cpu_memory_tracker.h"
+#include "benchmarks/cpu_memory_tracker.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <mutex>
 
-namespace sparsevit::ops {
+namespace sparsevit::benchmarks {
 namespace {
 
 std::atomic<int64_t> g_current{0};
@@ -74,4 +74,4 @@ int64_t CpuMemoryTracker::current_bytes() { return g_current.load(); }
 int64_t CpuMemoryTracker::peak_bytes() { return g_peak.load(); }
 void CpuMemoryTracker::reset_peak() { g_peak.store(g_current.load()); }
 
-}  // namespace sparsevit::ops
+}  // namespace sparsevit::benchmarks
