@@ -1,4 +1,4 @@
-// C++ API of the sparse attention operator (DESIGN.md section 4).
+// C++ API of the sparse attention operator (docs/operator_contract.md).
 //
 //   out = sparsevit::ops::sparse_attention(q, k, v, row_ptr, col_idx, scale);
 //   out = sparsevit::ops::sparse_attention(q, k, v, pattern, scale);

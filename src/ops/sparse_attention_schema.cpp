@@ -1,4 +1,4 @@
-// Operator schemas of the sparsevit library (DESIGN.md section 4). Kernels register per dispatch
+// Operator schemas of the sparsevit library (docs/operator_contract.md). Kernels register per dispatch
 // key in cpu/ (and later cuda/); autograd in autograd/.
 #include <torch/library.h>
 
