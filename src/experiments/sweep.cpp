@@ -67,10 +67,14 @@ json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed,
     json summary = read_json(summary_path);
     // A finished run of another recipe must not slip into this report.
     if (summary.contains("recipe") && summary["recipe"] != recipe) {
+      // A key the finished run did not record (a field added since) counts as its default.
+      const json defaults = recipe_json(train::TrainConfig{});
       std::string differs;
-      for (const auto& [key, value] : recipe.items())
-        if (!summary["recipe"].contains(key) || summary["recipe"][key] != value) differs += (differs.empty() ? "" : ", ") + key;
-      throw UsageError(dir.string() + " holds a run of another recipe (" + (differs.empty() ? "keys" : differs) +
+      for (const auto& [key, value] : recipe.items()) {
+        const json& had = summary["recipe"].contains(key) ? summary["recipe"][key] : defaults.value(key, json());
+        if (had != value) differs += (differs.empty() ? "" : ", ") + key;
+      }
+      if (!differs.empty()) throw UsageError(dir.string() + " holds a run of another recipe (" + differs +
                        " differ): use another --output_dir or remove it");
     }
     return summary;

@@ -139,6 +139,14 @@ TEST_F(SweepTest, RerunReusesFinishedRunsAndGivesTheSameReport) {
   EXPECT_EQ(read_text(out / "report.json"), before);
   EXPECT_EQ(fs::last_write_time(out / "vit_dense" / "seed0" / "checkpoint.pt"), stamp);
 
+  // A run finished before a recipe field existed (no accum_iter recorded) is the default recipe:
+  // reused, not refused.
+  const fs::path summary_path = out / "vit_dense" / "seed0" / "summary.json";
+  nlohmann::json summary = nlohmann::json::parse(read_text(summary_path));
+  ASSERT_EQ(summary["recipe"].erase("accum_iter"), 1u);
+  std::ofstream(summary_path) << summary.dump(2);
+  EXPECT_EQ(run_sweep(config()).runs_reused, 6);
+
   // An unfinished run (no summary.json) is redone from its checkpoint: the finished epoch is not
   // trained again, so the result is the same.
   fs::remove(out / "vit_fibottention_small" / "seed1" / "summary.json");
