@@ -43,6 +43,18 @@ int64_t row_grain(const AttentionShape& s) {
   return std::max<int64_t>(1, 65536 / work_per_row);
 }
 
+// What both kernels' parameter structs share: the pattern's indices, the geometry, the scale.
+template <typename Params>
+void set_pattern_fields(Params& p, const CsrIndices& csr, const AttentionShape& s, double scale) {
+  p.row_ptr = csr.row_ptr.data_ptr<int32_t>();
+  p.col_idx = csr.col_idx.data_ptr<int32_t>();
+  p.heads = s.layer.num_heads;
+  p.tokens = s.layer.num_tokens;
+  p.dim = s.layer.head_dim;
+  p.nnz_stride = s.nnz_stride;
+  p.scale = static_cast<decltype(p.scale)>(scale);
+}
+
 at::Tensor as_compute(const at::Tensor& t, at::ScalarType ct) { return t.to(ct).contiguous(); }
 
 void check_cpu(const char* op, const at::Tensor& q) {
@@ -69,13 +81,7 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
     p.v = vc.data_ptr<scalar_t>();
     p.out = out.data_ptr<scalar_t>();
     p.lse = lse.data_ptr<scalar_t>();
-    p.row_ptr = csr.row_ptr.data_ptr<int32_t>();
-    p.col_idx = csr.col_idx.data_ptr<int32_t>();
-    p.heads = s.layer.num_heads;
-    p.tokens = s.layer.num_tokens;
-    p.dim = s.layer.head_dim;
-    p.nnz_stride = s.nnz_stride;
-    p.scale = static_cast<scalar_t>(scale);
+    set_pattern_fields(p, csr, s, scale);
     const auto& fns = kernel_fns<scalar_t>();
     at::parallel_for(0, rows, row_grain(s), [&](int64_t begin, int64_t end) {
       std::vector<scalar_t> scores(static_cast<size_t>(scratch_len));
@@ -124,16 +130,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
     p.grad_v = dv.data_ptr<scalar_t>();
     p.edge_p = edge_p.data_ptr<scalar_t>();
     p.edge_ds = edge_ds.data_ptr<scalar_t>();
-    p.row_ptr = csr.row_ptr.data_ptr<int32_t>();
-    p.col_idx = csr.col_idx.data_ptr<int32_t>();
     p.t_row_ptr = tcsr.row_ptr.data_ptr<int32_t>();
     p.t_query = tcsr.query.data_ptr<int32_t>();
     p.t_edge = tcsr.edge.data_ptr<int32_t>();
-    p.heads = s.layer.num_heads;
-    p.tokens = s.layer.num_tokens;
-    p.dim = s.layer.head_dim;
-    p.nnz_stride = s.nnz_stride;
-    p.scale = static_cast<scalar_t>(scale);
+    set_pattern_fields(p, csr, s, scale);
     const auto& fns = kernel_fns<scalar_t>();
     const int64_t bhs = s.batch * s.layer.num_heads;
     if (bhs >= 2 * static_cast<int64_t>(at::get_num_threads())) {
