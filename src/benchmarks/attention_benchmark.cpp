@@ -20,6 +20,7 @@
 #include "ops/cpu/sparse_attention_cpu_kernels.h"
 #include "ops/masked_attention_reference.h"
 #include "ops/sparse_attention.h"
+#include "ops/sparse_attention_inputs.h"
 #include "patterns/pattern.h"
 #include "util/errors.h"
 
@@ -141,13 +142,25 @@ AttentionBenchmarkResult run_attention_benchmark(const AttentionBenchmarkOptions
   runs[2] = make_run([&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
     return ops::sparse_attention(a, b, c, pt, scale);
   });
-  // The same pattern in fresh index tensors every call: the operator checks and transposes them
-  // again each time, as it did before prepared indices were kept (the copy itself is negligible).
+  // The same call with the prepared-index cache off: the forward checks the indices and the
+  // backward checks them again and rebuilds the transpose, as every call did before prepared
+  // indices were kept. (Fresh index tensors per call would not do: the backward would reuse the
+  // forward's preparation of them.)
   results[3].name = "sparse_unprepared";
   results[3].gflop = results[2].gflop;
-  runs[3] = make_run([&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-    return ops::sparse_attention(a, b, c, pt.row_ptr.clone(), pt.col_idx.clone(), scale);
-  });
+  {
+    const std::function<void()> sparse_run =
+        make_run([&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+          return ops::sparse_attention(a, b, c, pt, scale);
+        });
+    runs[3] = [sparse_run] {
+      struct CacheOff {
+        CacheOff() { ops::set_prepared_csr_cache_enabled(false); }
+        ~CacheOff() { ops::set_prepared_csr_cache_enabled(true); }
+      } off;
+      sparse_run();
+    };
+  }
   const std::vector<size_t> active = run_dense ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{2};
 
   // Memory (one untimed run each), then warm-up, then interleaved timed repeats.

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cmath>
 #include <cstring>
@@ -71,6 +72,10 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
 }
 
 PatternTensors PatternTensors::from_pattern(const patterns::Pattern& pattern) {
+  // Always normal tensors, even when the first conversion happens under InferenceMode: the cache
+  // hands these same tensors to every later call, and inference tensors can be neither saved for
+  // backward (training with them would fail) nor tracked by a version counter.
+  c10::InferenceMode normal_tensors(/*enabled=*/false);
   PatternTensors t;
   t.num_tokens = pattern.num_tokens();
   t.num_heads = pattern.num_heads();

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <cstring>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -145,16 +146,20 @@ TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape) 
 
 namespace {
 
+// One prepared pair. The tensors' addresses only find the entry; whether it applies is decided
+// by comparing the caller's index values with the values that were checked, so a write by any
+// path (in place, through data(), through a raw pointer) or an address reused by another tensor
+// is prepared again, never read unchecked. The kernels read only the entry's private copies.
 struct PreparedEntry {
-  at::Tensor row_ptr, col_idx;  // held: their addresses stay theirs while the entry lives
-  int64_t row_ptr_version = 0, col_idx_version = 0;
-  int64_t heads = 0, tokens = 0, nnz = 0;
+  const void* row_ptr_impl = nullptr;
+  const void* col_idx_impl = nullptr;
+  at::Tensor row_ptr_seen, col_idx_seen;  // contiguous copies of the inputs as checked
   std::shared_ptr<const PreparedCsr> prepared;
 };
 
 struct PreparedCache {
   std::mutex mutex;
-  std::list<PreparedEntry> entries;  // most recently used first
+  std::list<std::shared_ptr<const PreparedEntry>> entries;  // most recently used first
   bool enabled = true;
   PreparedCsrCacheStats stats;
 };
@@ -166,51 +171,75 @@ PreparedCache& prepared_cache() {
 
 constexpr size_t kPreparedCapacity = 64;
 
-std::shared_ptr<const PreparedCsr> prepare(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
-                                           const AttentionShape& shape) {
+bool same_values(const at::Tensor& t, const at::Tensor& seen) {
+  if (t.scalar_type() != seen.scalar_type() || !t.sizes().equals(seen.sizes())) return false;
+  if (seen.nbytes() == 0) return true;
+  const at::Tensor c = t.contiguous();
+  return std::memcmp(c.data_ptr(), seen.data_ptr(), seen.nbytes()) == 0;
+}
+
+at::Tensor private_copy(const at::Tensor& made, const at::Tensor& source) {
+  return made.is_alias_of(source) ? made.clone(at::MemoryFormat::Contiguous) : made;
+}
+
+std::shared_ptr<const PreparedEntry> prepare(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                                             const AttentionShape& shape) {
   auto p = std::make_shared<PreparedCsr>();
   p->csr = prepare_csr(op, row_ptr, col_idx, shape);
+  p->csr.row_ptr = private_copy(p->csr.row_ptr, row_ptr);
+  p->csr.col_idx = private_copy(p->csr.col_idx, col_idx);
   p->transposed = transpose_csr(p->csr, shape);
-  return p;
+  auto e = std::make_shared<PreparedEntry>();
+  e->row_ptr_impl = row_ptr.unsafeGetTensorImpl();
+  e->col_idx_impl = col_idx.unsafeGetTensorImpl();
+  e->row_ptr_seen = row_ptr.clone(at::MemoryFormat::Contiguous);
+  e->col_idx_seen = col_idx.clone(at::MemoryFormat::Contiguous);
+  e->prepared = std::move(p);
+  return e;
 }
 
 }  // namespace
 
 std::shared_ptr<const PreparedCsr> prepared_csr(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
                                                 const AttentionShape& shape) {
+  // Not CPU: prepare_csr says so (the comparison below reads the values on the host).
+  if (!row_ptr.device().is_cpu() || !col_idx.device().is_cpu()) return prepare(op, row_ptr, col_idx, shape)->prepared;
   PreparedCache& cache = prepared_cache();
-  if (row_ptr.is_inference() || col_idx.is_inference()) return prepare(op, row_ptr, col_idx, shape);
-  const int64_t rv = row_ptr._version(), cv = col_idx._version();
-  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, nnz = shape.nnz_stride;
+  std::shared_ptr<const PreparedEntry> found;
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (cache.enabled) {
       for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
-        if (it->row_ptr.unsafeGetTensorImpl() == row_ptr.unsafeGetTensorImpl() &&
-            it->col_idx.unsafeGetTensorImpl() == col_idx.unsafeGetTensorImpl() && it->row_ptr_version == rv &&
-            it->col_idx_version == cv && it->heads == H && it->tokens == N && it->nnz == nnz) {
+        if ((*it)->row_ptr_impl == row_ptr.unsafeGetTensorImpl() &&
+            (*it)->col_idx_impl == col_idx.unsafeGetTensorImpl()) {
           cache.entries.splice(cache.entries.begin(), cache.entries, it);
-          ++cache.stats.hits;
-          return cache.entries.front().prepared;
+          found = cache.entries.front();
+          break;
         }
       }
     }
-    ++cache.stats.misses;
-    if (!cache.enabled) return prepare(op, row_ptr, col_idx, shape);
+  }
+  // Compared outside the lock: one pass over the indices, a fraction of what checking them costs.
+  if (found && same_values(row_ptr, found->row_ptr_seen) && same_values(col_idx, found->col_idx_seen)) {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    ++cache.stats.hits;
+    return found->prepared;
   }
   // Checked outside the lock (it can throw, and it is the expensive part).
-  std::shared_ptr<const PreparedCsr> p = prepare(op, row_ptr, col_idx, shape);
+  std::shared_ptr<const PreparedEntry> e = prepare(op, row_ptr, col_idx, shape);
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.entries.push_front(PreparedEntry{row_ptr, col_idx, rv, cv, H, N, nnz, p});
+  ++cache.stats.misses;
+  if (!cache.enabled) return e->prepared;
+  if (found) cache.entries.remove(found);
+  cache.entries.push_front(e);
   if (cache.entries.size() > kPreparedCapacity) cache.entries.pop_back();
-  return p;
+  return e->prepared;
 }
 
 void set_prepared_csr_cache_enabled(bool enabled) {
   PreparedCache& cache = prepared_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.enabled = enabled;
-  if (!enabled) cache.entries.clear();
+  cache.enabled = enabled;  // entries stay: switching back on finds them again
 }
 
 PreparedCsrCacheStats prepared_csr_cache_stats() {

@@ -62,16 +62,18 @@ struct PreparedCsr {
 };
 
 // prepare_csr + transpose_csr, done once per (row_ptr, col_idx) pair and then reused while
-// neither tensor changes: a cache keyed by the two tensors' identity and version counters (every
-// in-place ATen write bumps them) that holds references to them, so an address is never reused
-// for another tensor while its entry lives. At most 64 entries, least recently used dropped.
-// Inference tensors (no version counter) are prepared on every call. Writes through raw data
-// pointers are not seen: prepare a fresh tensor instead of editing one in place that way.
+// neither tensor's values change: a cache found by the two tensors' addresses and confirmed by
+// comparing their values with the values that were checked (one memcmp-speed pass, far cheaper
+// than the checks and the transpose), so a write by any path (in place, through data() or a raw
+// pointer) or an address reused by another tensor is prepared and checked again. The returned
+// CSR never aliases the caller's tensors. Holds no reference to them. At most 64 entries, least
+// recently used dropped.
 std::shared_ptr<const PreparedCsr> prepared_csr(const char* op, const at::Tensor& row_ptr, const at::Tensor& col_idx,
                                                 const AttentionShape& shape);
 
-// For `sparsevit bench`: with the cache off every call prepares its indices again (what the
-// cache saves). On by default.
+// For `sparsevit bench`: while the cache is off every call, forward and backward, prepares its
+// indices again, as every call did before (what the cache saves); its entries are kept, not
+// looked up. On by default.
 void set_prepared_csr_cache_enabled(bool enabled);
 struct PreparedCsrCacheStats {
   int64_t hits = 0, misses = 0;

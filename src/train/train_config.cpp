@@ -11,32 +11,38 @@
 namespace sparsevit::train {
 
 namespace field {
-FieldInfo any(const char* name, const char* help, FieldGroup group) { return FieldInfo{name, help, group}; }
+FieldInfo any(const char* name, const char* help, FieldGroup group) {
+  FieldInfo f;
+  f.name = name;
+  f.help = help;
+  f.group = group;
+  return f;
+}
 FieldInfo positive(const char* name, const char* help, FieldGroup group) {
-  FieldInfo f{name, help, group};
+  FieldInfo f = any(name, help, group);
   f.min = 0;
   f.min_inclusive = false;
   return f;
 }
 FieldInfo non_negative(const char* name, const char* help, FieldGroup group) {
-  FieldInfo f{name, help, group};
+  FieldInfo f = any(name, help, group);
   f.min = 0;
   return f;
 }
 FieldInfo at_least_one(const char* name, const char* help, FieldGroup group) {
-  FieldInfo f{name, help, group};
+  FieldInfo f = any(name, help, group);
   f.min = 1;
   return f;
 }
 FieldInfo unit_interval(const char* name, const char* help, bool max_inclusive) {
-  FieldInfo f{name, help};
+  FieldInfo f = any(name, help);
   f.min = 0;
   f.max = 1;
   f.max_inclusive = max_inclusive;
   return f;
 }
 FieldInfo one_of(const char* name, const char* help, std::vector<std::string> choices, FieldGroup group) {
-  FieldInfo f{name, help, group};
+  FieldInfo f = any(name, help, group);
   f.choices = std::move(choices);
   return f;
 }

@@ -73,8 +73,8 @@ enum class FieldGroup { recipe, run };
 
 // A field's name (flag, YAML key and JSON key), help text and allowed values.
 struct FieldInfo {
-  const char* name;
-  const char* help;
+  const char* name = "";
+  const char* help = "";
   FieldGroup group = FieldGroup::recipe;
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();

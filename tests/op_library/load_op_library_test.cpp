@@ -86,4 +86,25 @@ TEST(OpLibrary, Int32IndicesGiveTheSameResult) {
   EXPECT_TRUE(at::equal(a, b));
 }
 
+// Seen from outside (torch.ops.load_library users compute gradient penalties with
+// create_graph=True): the gradients must either carry a graph or refuse to be differentiated,
+// never come back silently detached.
+TEST(OpLibrary, DoubleBackwardIsRefusedNotSilentlyDetached) {
+  torch::manual_seed(5);
+  at::Tensor mask;
+  const auto [row_ptr, col_idx] = random_csr(2, 16, 0.3, mask);
+  const at::Tensor q = torch::randn({1, 2, 16, 8}, at::TensorOptions().dtype(at::kDouble).requires_grad(true));
+  const at::Tensor out = call_op(q, q, q, row_ptr, col_idx, 0.5);
+  const auto grads = torch::autograd::grad({out.pow(2).sum()}, {q}, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  ASSERT_TRUE(grads[0].requires_grad()) << "create_graph=true returned a gradient without a graph";
+  try {
+    grads[0].sum().backward();
+    ADD_FAILURE() << "expected double backward to fail";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("double backward of sparsevit::sparse_attention is not supported"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
