@@ -14,7 +14,15 @@ endif()
 add_library(sparsevit_warnings INTERFACE)
 target_compile_options(sparsevit_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter -Winvalid-pch)
 
-if(SPARSEVIT_SANITIZE)
+if(SPARSEVIT_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SPARSEVIT_BUILD_FUZZERS needs clang (configure with CXX=clang++; scripts/fuzz does)")
+  endif()
+  # Coverage for libFuzzer and both sanitizers on every project source; vptr checks off (they
+  # need RTTI of LibTorch's uninstrumented types).
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=address,undefined)
+elseif(SPARSEVIT_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()

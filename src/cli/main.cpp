@@ -8,17 +8,6 @@
 #include "cli/commands.h"
 #include "util/errors.h"
 
-namespace sparsevit::cli {
-
-std::string option_names(const std::string& name) {
-  std::string dashed = name, underscored = name;
-  for (char& c : dashed) c = c == '_' ? '-' : c;
-  for (char& c : underscored) c = c == '-' ? '_' : c;
-  return dashed == underscored ? "--" + dashed : "--" + dashed + ",--" + underscored;
-}
-
-}  // namespace sparsevit::cli
-
 int main(int argc, char** argv) {
   // Logs go to stderr so that stdout carries only results (tables, JSON).
   spdlog::set_default_logger(spdlog::stderr_logger_st("sparsevit"));

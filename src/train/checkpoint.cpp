@@ -163,6 +163,12 @@ void set_torch_cpu_rng_state(const at::Tensor& state) {
   gen.set_state(state);
 }
 
+uint64_t checkpoint_payload_checksum(const void* data, size_t size) {
+  Checksum checksum;
+  checksum.update(data, size);
+  return checksum.digest();
+}
+
 void save_checkpoint(const std::string& path, const CheckpointContents& c) {
   const std::string context = "checkpoint " + path;
   if (c.model == nullptr) throw UsageError(context + ": no model to save");

@@ -37,6 +37,9 @@ struct CheckpointContents {
   std::string metadata_json = "{}";  // any JSON text (must parse)
 };
 
+// The header's checksum of a payload (what a writer of the format, or a fuzzer, must compute).
+uint64_t checkpoint_payload_checksum(const void* data, size_t size);
+
 // Writes atomically (see above). Throws RuntimeError "checkpoint PATH: ..." on failure (the old
 // file, if any, stays intact) and UsageError when `model` is null or metadata is not JSON.
 void save_checkpoint(const std::string& path, const CheckpointContents& contents);

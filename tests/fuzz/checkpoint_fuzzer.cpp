@@ -1,0 +1,36 @@
+// Checkpoint files: the first byte picks the mode. 0: the bytes are the file (header, size and
+// checksum checks). 1: the bytes are the payload, wrapped in a valid header and checksum, so the
+// input reaches the archive reader behind them. Either way the result is a loaded checkpoint
+// or sparsevit::RuntimeError.
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "fuzz_support.h"
+#include "train/checkpoint.h"
+#include "util/errors.h"
+
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  std::string bytes;
+  if (data[0] & 1) {
+    bytes.assign(32, '\0');
+    std::memcpy(bytes.data(), "SVCKPT01", 8);
+    const uint64_t payload = size - 1, sum = sparsevit::train::checkpoint_payload_checksum(data + 1, size - 1);
+    for (int i = 0; i < 8; ++i) {
+      bytes[8 + i] = static_cast<char>((payload >> (8 * i)) & 0xff);
+      bytes[16 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
+    }
+    bytes.append(reinterpret_cast<const char*>(data + 1), size - 1);
+  } else {
+    bytes.assign(reinterpret_cast<const char*>(data + 1), size - 1);
+  }
+  sparsevit::fuzz::TempFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), ".pt");
+  try {
+    const sparsevit::train::LoadedCheckpoint checkpoint(file.path());
+    (void)checkpoint.metadata_json();
+  } catch (const sparsevit::RuntimeError&) {
+  }
+  return 0;
+}
