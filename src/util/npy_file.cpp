@@ -2,6 +2,7 @@
 
 #include "util/atomic_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -40,8 +41,20 @@ std::vector<int64_t> read_npy_float32_header(std::istream& in, const std::string
   std::vector<int64_t> shape;
   const std::string dims = m[1];
   const std::regex number("[0-9]+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
-    shape.push_back(std::stoll(it->str()));
+  // At most 2^40 elements in all (4 TiB of float32): larger shapes are corrupt headers, and
+  // checking here keeps every later size computation free of overflow.
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  int64_t elements = 1;
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    const std::string digits = it->str();
+    const std::size_t first = std::min(digits.find_first_not_of('0'), digits.size());
+    if (digits.size() - first > 13) throw RuntimeError(where + " has an implausible dimension " + digits);
+    const int64_t d = digits.size() == first ? 0 : std::stoll(digits.substr(first));
+    if (d > kMaxElements || (d > 0 && elements > kMaxElements / d))
+      throw RuntimeError(where + " has an implausible shape (more than 2^40 elements)");
+    elements *= std::max<int64_t>(d, 1);
+    shape.push_back(d);
+  }
   return shape;
 }
 
