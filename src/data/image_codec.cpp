@@ -16,7 +16,10 @@ namespace sparsevit::data {
 
 namespace {
 
-constexpr int64_t kMaxPixels = int64_t{1} << 31;  // refuse absurd headers before allocating
+// Refuse absurd headers before allocating: 2^26 pixels (an 8192 x 8192 image, 192 MiB as RGB) is
+// far beyond any dataset image; a header claiming more is corrupt or hostile (the fuzzer found a
+// 55551 x 23551 JPEG header that made the decoder allocate 3.7 GiB).
+constexpr int64_t kMaxPixels = int64_t{1} << 26;
 
 [[noreturn]] void decode_failure(const std::string& name, const std::string& reason) {
   throw RuntimeError("cannot decode image '" + name + "': " + reason);
@@ -53,7 +56,8 @@ Image decode_jpeg(const uint8_t* data, std::size_t size, int channels, const std
     decode_failure(name, tj_error(tj.handle));
   }
   if (width <= 0 || height <= 0 || static_cast<int64_t>(width) * height > kMaxPixels) {
-    decode_failure(name, "invalid JPEG dimensions " + std::to_string(width) + "x" + std::to_string(height));
+    decode_failure(name, "invalid JPEG dimensions " + std::to_string(width) + "x" + std::to_string(height) +
+                             " (at most 2^26 pixels)");
   }
   Image image;
   image.width = width;
@@ -83,7 +87,8 @@ Image decode_png(const uint8_t* data, std::size_t size, int channels, const std:
     png_image* p;
     ~Free() { png_image_free(p); }
   } guard{&png};
-  if (static_cast<int64_t>(png.width) * png.height > kMaxPixels) decode_failure(name, "PNG too large");
+  if (static_cast<int64_t>(png.width) * png.height > kMaxPixels) decode_failure(name, "PNG of " + std::to_string(png.width) + "x" + std::to_string(png.height) +
+                                                   " pixels is too large (at most 2^26 pixels)");
   // The simplified API expands palettes, gray and tRNS, reduces 16-bit samples to 8 bits
   // and composites alpha onto `background`.
   png.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <png.h>
+#include <zlib.h>
 
 #include <ATen/ATen.h>
 
@@ -198,6 +199,47 @@ TEST(ImageFolder, UnreadableImagesNameTheFile) {
   expect_error<RuntimeError>([&] { ds.get(3); }, {"cut.jpg"});
   expect_error<RuntimeError>([&] { ds.get(4); }, {"cut.png"});
   expect_error<RuntimeError>([&] { read_image((dir.path() / "a/missing.png").string(), 3); }, {"missing.png"});
+}
+
+TEST(ImageCodec, HeadersClaimingHugeImagesAreRefusedBeforeAllocating) {
+  // Fuzzer finding: a JPEG header claiming 55551 x 23551 pixels made the decoder allocate 3.7 GiB.
+  Image small;
+  small.width = 16;
+  small.height = 16;
+  small.channels = 3;
+  small.pixels.assign(16 * 16 * 3, 100);
+  std::vector<uint8_t> jpeg = encode_jpeg(small);
+  bool patched = false;
+  for (std::size_t i = 0; i + 8 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {  // start of frame: height and width at +5, +7
+      jpeg[i + 5] = 0xD8;
+      jpeg[i + 6] = 0xFF;
+      jpeg[i + 7] = 0x5B;
+      jpeg[i + 8] = 0xFF;
+      patched = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(patched);
+  try {
+    decode_image(jpeg.data(), jpeg.size(), 3, "huge.jpg");
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.jpg"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^26"), std::string::npos) << e.what();
+  }
+  // The same for a PNG whose IHDR claims 20000 x 20000 (the width and height at bytes 16..23).
+  std::vector<uint8_t> png = encode_png(small);
+  png[16] = 0; png[17] = 0; png[18] = 0x4E; png[19] = 0x20;
+  png[20] = 0; png[21] = 0; png[22] = 0x4E; png[23] = 0x20;
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), png.data() + 12, 17);  // chunk type + IHDR data
+  for (int b = 0; b < 4; ++b) png[29 + b] = static_cast<uint8_t>(crc >> (8 * (3 - b)));
+  try {
+    decode_image(png.data(), png.size(), 3, "huge.png");
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ImageFolder, EmptyTreeIsAUsageError) {
