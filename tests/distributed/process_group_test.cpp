@@ -176,15 +176,19 @@ struct TinyNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(TinyNet);
 
+// A TinyNet with init's parameters (plus `offset`).
+TinyNet copy_of(const TinyNet& init, float offset = 0.0f) {
+  TinyNet net;
+  torch::NoGradGuard no_grad;
+  auto src = init->parameters(), dst = net->parameters();
+  for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i] + offset);
+  return net;
+}
+
 // The gradient of the mean loss over the whole batch, on one model: what the ranks' averaged
 // gradients of their halves must equal.
 std::vector<at::Tensor> reference_grads(const TinyNet& init, const at::Tensor& x, const at::Tensor& y) {
-  TinyNet net;
-  {
-    torch::NoGradGuard no_grad;
-    auto src = init->parameters(), dst = net->parameters();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  }
+  TinyNet net = copy_of(init);
   torch::nn::functional::cross_entropy(net->forward(x), y).backward();
   std::vector<at::Tensor> grads;
   for (const auto& p : net->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
@@ -199,12 +203,7 @@ TEST_F(ThreadRanks, GradientReducerAveragesLikeOneBigBatch) {
   for (const bool overlap : {true, false}) {
     SCOPED_TRACE(overlap ? "overlap" : "after backward");
     run(2, [&](ProcessGroup& pg) {
-      TinyNet net;
-      {
-        torch::NoGradGuard no_grad;
-        auto src = init->parameters(), dst = net->parameters();
-        for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i] + static_cast<float>(pg.rank()));  // rank 1 differs
-      }
+      TinyNet net = copy_of(init, static_cast<float>(pg.rank()));  // rank 1 differs
       std::vector<at::Tensor> state = net->parameters();
       pg.broadcast(state, 0, 64);
       // 256-byte buckets: several collectives per step.
@@ -241,12 +240,7 @@ TEST_F(ThreadRanks, GradientAccumulationReducesOnlyTheLastMicroBatch) {
   for (const bool overlap : {true, false}) {
     SCOPED_TRACE(overlap ? "overlap" : "after backward");
     run(2, [&](ProcessGroup& pg) {
-      TinyNet net;
-      {
-        torch::NoGradGuard no_grad;
-        auto src = init->parameters(), dst = net->parameters();
-        for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-      }
+      TinyNet net = copy_of(init);
       GradientReducer reducer(pg, net->parameters(), 256, overlap);
       for (int step = 0; step < 2; ++step) {
         for (auto& p : net->parameters())

@@ -14,7 +14,7 @@
 #include "config/attention_spec.h"
 #include "models/model_registry.h"
 #include "models/vision_transformer.h"
-#include "support/synthetic_idx.h"
+#include "support/synthetic_training.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
 #include "train/finetune.h"
@@ -25,33 +25,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public testing::SyntheticTrainingTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("sparsevit_engine_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "data");
-    testing::write_synthetic_idx(root_ / "data", "train", 256, 1);
-    testing::write_synthetic_idx(root_ / "data", "t10k", 64, 2);
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  EngineTest() : SyntheticTrainingTest("vit_nano_patch4_28", 256, 1) {}
 
-  TrainConfig config(const std::string& out) const {
-    TrainConfig c;
-    c.dataset = "mnist";
-    c.data_path = (root_ / "data").string();
-    c.model = "vit_nano_patch4_28";
-    c.epochs = 2;
-    c.batch_size = 32;
-    c.lr = 3e-3;
-    c.warmup_epochs = 0.5;
-    c.drop_path = 0.0;
-    c.num_workers = 1;
-    c.threads = 2;
-    c.output_dir = out.empty() ? "" : (root_ / out).string();
-    return c;
-  }
   std::string write(const std::string& name, const std::string& text) const {
     const fs::path p = root_ / name;
     std::ofstream(p) << text;
@@ -64,8 +41,6 @@ class EngineTest : public ::testing::Test {
     while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
     return records;
   }
-
-  fs::path root_;
 };
 
 TEST_F(EngineTest, ScheduledTopkTrainsAtTheScheduledK) {

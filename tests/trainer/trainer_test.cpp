@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "support/synthetic_idx.h"
+#include "support/synthetic_training.h"
 #include "train/checkpoint.h"
 #include "util/errors.h"
 
@@ -17,35 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TrainerTest : public ::testing::Test {
+class TrainerTest : public testing::SyntheticTrainingTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("sparsevit_trainer_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "data");
-    testing::write_synthetic_idx(root_ / "data", "train", 512, 1);
-    testing::write_synthetic_idx(root_ / "data", "t10k", 64, 2);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  TrainConfig config(const std::string& out) const {
-    TrainConfig c;
-    c.dataset = "mnist";
-    c.data_path = (root_ / "data").string();
-    c.model = "vit_nano_patch2_28";
-    c.epochs = 2;
-    c.batch_size = 32;
-    c.lr = 3e-3;
-    c.warmup_epochs = 0.5;
-    c.drop_path = 0.0;
-    c.num_workers = 2;
-    c.threads = 2;
-    c.output_dir = out.empty() ? "" : (root_ / out).string();
-    return c;
-  }
-
-  fs::path root_;
+  TrainerTest() : SyntheticTrainingTest("vit_nano_patch2_28", 512, 2) {}
 };
 
 TEST_F(TrainerTest, LearnsAnEasyTaskWithFibottention) {
