@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -123,6 +124,9 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
   spec.backend_kwargs.set_section("backend_kwargs");
   if (const YAML::Node n = attention["backend"]) {
     spec.backend = scalar_of(source, n, "backend");
+    // Case-insensitive: the reference implementation's configs write `backend: ViT`.
+    std::transform(spec.backend.begin(), spec.backend.end(), spec.backend.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const auto names = backend_names();
     if (std::find(names.begin(), names.end(), spec.backend) == names.end())
       fail(source, n, unknown_name_message("backend", spec.backend, names));

@@ -20,6 +20,15 @@ const std::vector<ModelShape>& model_shapes() {
   return shapes;
 }
 
+const std::vector<std::pair<std::string, std::string>>& model_aliases() {
+  // MAE's model names (models_vit.py) for the same shapes.
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"vit_base_patch16", "vit_base_patch16_224"},
+      {"vit_large_patch16", "vit_large_patch16_224"},
+  };
+  return aliases;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& s : model_shapes()) names.push_back(s.name);
@@ -27,9 +36,14 @@ std::vector<std::string> model_names() {
 }
 
 const ModelShape& find_model_shape(const std::string& name) {
+  std::string canonical = name;
+  for (const auto& [alias, target] : model_aliases())
+    if (alias == name) canonical = target;
   for (const auto& s : model_shapes())
-    if (s.name == name) return s;
-  throw UsageError(unknown_name_message("model", name, model_names()));
+    if (s.name == canonical) return s;
+  std::vector<std::string> known = model_names();
+  for (const auto& alias : model_aliases()) known.push_back(alias.first);
+  throw UsageError(unknown_name_message("model", name, known));
 }
 
 }  // namespace sparsevit::models

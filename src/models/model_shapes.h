@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/attention_geometry.h"
@@ -33,7 +34,9 @@ struct ModelShape {
 
 const std::vector<ModelShape>& model_shapes();
 std::vector<std::string> model_names();
-// Throws UsageError "unknown model 'x' (did you mean 'y'?)".
+// Other names of registered shapes (MAE's `vit_base_patch16`, ...): alias -> timm name.
+const std::vector<std::pair<std::string, std::string>>& model_aliases();
+// By timm name or alias. Throws UsageError "unknown model 'x' (did you mean 'y'?)".
 const ModelShape& find_model_shape(const std::string& name);
 
 }  // namespace sparsevit::models

@@ -202,6 +202,13 @@ TEST(AttentionSpec, MaskKwargsLists) {
   EXPECT_TRUE(contains(map_value, "cfg.yaml:4")) << map_value;
 }
 
+TEST(AttentionSpec, BackendNamesAreCaseInsensitive) {
+  // The reference implementation's configs write `backend: ViT`.
+  EXPECT_EQ(parse_attention_spec("attention:\n  backend: ViT\n  mask: fibo\n", "<test>").backend, "vit");
+  EXPECT_EQ(parse_attention_spec("attention:\n  backend: LINFORMER\n", "<test>").backend, "linformer");
+  EXPECT_THROW(parse_attention_spec("attention:\n  backend: ViTT\n", "<test>"), UsageError);
+}
+
 TEST(AttentionSpec, UnknownTopLevelKey) {
   const std::string msg = parse_error("attention:\n  backend: vit\nmodel: vit_base\n", "top.yaml");
   EXPECT_TRUE(contains(msg, "'model'")) << msg;

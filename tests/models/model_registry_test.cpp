@@ -51,5 +51,16 @@ TEST(ModelRegistry, ImageSizesThatDoNotFitThePatchAreUsageErrors) {
   EXPECT_THROW(create_model("vit_nano_patch4_29", {}), UsageError);
 }
 
+TEST(ModelRegistry, MaesModelNamesAreAliases) {
+  EXPECT_EQ(find_model_shape("vit_base_patch16").name, "vit_base_patch16_224");
+  EXPECT_EQ(find_model_shape("vit_large_patch16").name, "vit_large_patch16_224");
+  try {
+    find_model_shape("vit_base_patch61");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'vit_base_patch16'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sparsevit::models
