@@ -7,20 +7,26 @@ namespace sparsevit::models {
 VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   VitConfig c;
   c.img_size = o.img_size.value_or(s.image_size);
-  c.patch_size = s.patch_size;
+  c.patch_size = o.patch_size.value_or(s.patch_size);
   c.in_chans = o.in_chans.value_or(s.in_chans);
   c.num_classes = o.num_classes.value_or(s.num_classes);
-  c.embed_dim = s.embed_dim;
-  c.depth = s.depth;
-  c.num_heads = s.num_heads;
+  c.embed_dim = o.embed_dim.value_or(s.embed_dim);
+  c.depth = o.depth.value_or(s.depth);
+  c.num_heads = o.num_heads.value_or(s.num_heads);
+  c.global_pool = o.global_pool;
   c.num_prefix_tokens = s.num_prefix_tokens;
   c.drop_rate = o.drop_rate;
   c.drop_path_rate = o.drop_path_rate;
   c.attention = o.attention;
   if (c.num_classes < 1) throw UsageError("nb_classes must be >= 1, got " + std::to_string(c.num_classes));
-  if (c.img_size < s.patch_size || c.img_size % s.patch_size != 0)
+  if (c.patch_size < 1) throw UsageError("patch_size must be >= 1, got " + std::to_string(c.patch_size));
+  if (c.img_size < c.patch_size || c.img_size % c.patch_size != 0)
     throw UsageError("img_size " + std::to_string(c.img_size) + " is not a positive multiple of " + s.name +
-                     "'s patch size " + std::to_string(s.patch_size));
+                     "'s patch size " + std::to_string(c.patch_size));
+  if (c.depth < 1) throw UsageError("depth must be >= 1, got " + std::to_string(c.depth));
+  if (c.num_heads < 1 || c.embed_dim < 1 || c.embed_dim % c.num_heads != 0)
+    throw UsageError("embed_dim " + std::to_string(c.embed_dim) + " must be a positive multiple of num_heads " +
+                     std::to_string(c.num_heads));
   if (c.in_chans < 1) throw UsageError("in_chans must be >= 1, got " + std::to_string(c.in_chans));
   if (o.drop_path_rate < 0 || o.drop_path_rate >= 1)
     throw UsageError("drop_path must be in [0, 1), got " + std::to_string(o.drop_path_rate));

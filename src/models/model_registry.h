@@ -14,6 +14,9 @@ struct ModelOptions {
   std::optional<int64_t> num_classes;  // default: the shape's (1000)
   std::optional<int64_t> in_chans;     // default: the shape's
   std::optional<int64_t> img_size;     // default: the shape's (timm's img_size=); a multiple of the patch
+  // Shape overrides, so the paper's other shapes (ViT-T/8, other depths) need no C++ edit.
+  std::optional<int64_t> patch_size, embed_dim, depth, num_heads;
+  bool global_pool = false;  // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
   config::AttentionSpec attention;  // default-constructed: dense

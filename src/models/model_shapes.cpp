@@ -12,6 +12,7 @@ const std::vector<ModelShape>& model_shapes() {
       {"vit_small_patch16_224", 224, 16, 3, 384, 12, 6, 1, 1000, "ViT-S/16 (timm)"},
       {"vit_base_patch16_224", 224, 16, 3, 768, 12, 12, 1, 1000, "ViT-B/16 (timm)"},
       {"vit_large_patch16_224", 224, 16, 3, 1024, 24, 16, 1, 1000, "ViT-L/16 (timm)"},
+      {"vit_huge_patch14_224", 224, 14, 3, 1280, 32, 16, 1, 1000, "ViT-H/14 (timm, MAE)"},
       {"vit_tiny_patch4_32", 32, 4, 3, 192, 12, 3, 1, 10, "ViT-Ti for 32x32 images (CIFAR): 64 patches"},
       {"vit_tiny_patch2_28", 28, 2, 1, 192, 12, 3, 1, 10, "ViT-Ti for 28x28 images: 196 patches + class = N 197"},
       {"vit_nano_patch2_28", 28, 2, 1, 64, 4, 4, 1, 10, "4-layer, 4-head, dim-64 ViT for 28x28 images (N 197)"},
@@ -25,6 +26,7 @@ const std::vector<std::pair<std::string, std::string>>& model_aliases() {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"vit_base_patch16", "vit_base_patch16_224"},
       {"vit_large_patch16", "vit_large_patch16_224"},
+      {"vit_huge_patch14", "vit_huge_patch14_224"},
   };
   return aliases;
 }

@@ -106,7 +106,12 @@ VisionTransformer::VisionTransformer(const VitConfig& c,
   }
   // Only models whose backend shares something carry the holder (others' state dicts are unchanged).
   if (!attn_shared_->empty()) register_module("attn_shared", attn_shared_);
-  norm_ = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6)));
+  const auto norm_options = torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6);
+  if (c.global_pool) {
+    fc_norm_ = register_module("fc_norm", torch::nn::LayerNorm(norm_options));
+  } else {
+    norm_ = register_module("norm", torch::nn::LayerNorm(norm_options));
+  }
   head_ = register_module("head", torch::nn::Linear(c.embed_dim, c.num_classes));
   init_weights();
 }
@@ -134,7 +139,7 @@ at::Tensor VisionTransformer::embed(const at::Tensor& x) {
 at::Tensor VisionTransformer::forward_features(const at::Tensor& x) {
   at::Tensor tokens = embed(x);
   for (const auto& block : blocks_) tokens = block->forward(tokens);
-  return norm_->forward(tokens);
+  return config_.global_pool ? tokens : norm_->forward(tokens);
 }
 
 std::vector<at::Tensor> VisionTransformer::attention_inputs(const at::Tensor& x) {
@@ -148,7 +153,10 @@ std::vector<at::Tensor> VisionTransformer::attention_inputs(const at::Tensor& x)
 }
 
 at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_logits) {
-  const at::Tensor pooled = features.select(1, 0);  // class token
+  const at::Tensor pooled =
+      config_.global_pool
+          ? fc_norm_->forward(features.narrow(1, config_.num_prefix_tokens, features.size(1) - config_.num_prefix_tokens).mean(1))
+          : features.select(1, 0);  // class token
   return pre_logits ? pooled : head_->forward(pooled);
 }
 

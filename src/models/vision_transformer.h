@@ -31,6 +31,9 @@ struct VitConfig {
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
   int64_t num_prefix_tokens = 1;  // tokens before the patches: the class token (the only kind supported)
+  // Head input: false = the class token after `norm` (timm's default); true = the mean of the
+  // patch tokens through `fc_norm`, with no `norm` (MAE's finetuning default, timm global_pool='avg').
+  bool global_pool = false;
   config::AttentionSpec attention;  // dense when it has no mask
 
   int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
@@ -84,7 +87,7 @@ class VisionTransformer : public torch::nn::Module {
   explicit VisionTransformer(const VitConfig& config,
                              std::optional<std::vector<std::optional<patterns::Pattern>>> layer_patterns = std::nullopt);
 
-  at::Tensor forward_features(const at::Tensor& x);  // [B, N, C] after the final norm
+  at::Tensor forward_features(const at::Tensor& x);  // [B, N, C] after the final norm (global pool: before fc_norm)
   at::Tensor forward_head(const at::Tensor& features, bool pre_logits = false);
   at::Tensor forward(const at::Tensor& x) { return forward_head(forward_features(x)); }
   // Every block's attention input (its normalised tokens [B, N, C]) for images x, in one
@@ -113,7 +116,8 @@ class VisionTransformer : public torch::nn::Module {
   // as `attn_shared` when a backend asked for one.
   std::shared_ptr<attention::SharedAttentionParameters> attn_shared_;
   torch::nn::ModuleList block_list_;  // registers blocks_ as blocks.0, blocks.1, ...
-  torch::nn::LayerNorm norm_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};     // class-token models
+  torch::nn::LayerNorm fc_norm_{nullptr};  // global-pool models
   torch::nn::Linear head_{nullptr};
 };
 

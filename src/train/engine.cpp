@@ -58,7 +58,10 @@ TrainState::TrainState(torch::nn::Module& model, const OptimizationOptions& opti
   adamw.weight_decay = options_.weight_decay;
   adamw.eps = options_.opt_eps;
   adamw.betas = options_.betas;
+  adamw.layer_decay = options_.layer_decay;
+  adamw.num_layers = options_.num_layers;
   optimizer_ = make_adamw(model, adamw);
+  for (const ParameterGroup& g : parameter_groups(model, adamw)) lr_scales_.push_back(g.lr_scale);
   if (checkpoint != nullptr) {
     checkpoint->load_model(model);
     if (checkpoint->has_optimizer()) checkpoint->load_optimizer(*optimizer_);
@@ -135,7 +138,7 @@ struct EpochRunner {
       const bool last_of_step = (it + 1) % o.accum_iter == 0 || it + 1 == iters;
       if (first_of_step) {
         lr_now = cosine_lr(schedule, fractional_epoch(epoch, it, iters));
-        set_learning_rate(*s.optimizer_, lr_now);
+        set_learning_rate(*s.optimizer_, lr_now, s.lr_scales_);
       }
       task.set_progress(static_cast<double>(epoch * iters + it) / total_iters);
       gflops_sum += task.attention_gflops_now();

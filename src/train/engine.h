@@ -47,6 +47,8 @@ struct OptimizationOptions {
   double opt_eps = 1e-6;
   std::pair<double, double> betas = {0.9, 0.999};  // AdamW (MAE pretraining: 0.9, 0.95)
   double clip_grad = 0;          // 0: off
+  double layer_decay = 1.0;      // MAE's layer-wise lr decay (1: off); needs num_layers
+  int64_t num_layers = 0;        // the model's blocks + 1
   int64_t accum_iter = 1;        // optimizer step every accum_iter batches
   bool model_ema = false;
   double model_ema_decay = 0.9999;
@@ -88,6 +90,7 @@ class TrainState {
   std::optional<ModelEma> ema_;
   std::optional<dist::GradientReducer> reducer_;
   std::vector<at::Tensor> trainable_;
+  std::vector<double> lr_scales_;  // per parameter group (layer decay)
   std::mt19937_64 host_rng_;
   int64_t start_epoch_ = 0, global_step_ = 0;
   double attention_gflops_sum_ = 0;

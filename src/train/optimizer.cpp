@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
 
 #include <torch/nn/utils/clip_grad.h>
 
@@ -42,6 +45,42 @@ WeightDecaySplit split_weight_decay(const torch::nn::Module& model, const std::v
   return split;
 }
 
+int64_t vit_layer_id(const std::string& name, int64_t num_layers) {
+  if (name == "cls_token" || name == "pos_embed" || name.rfind("patch_embed", 0) == 0) return 0;
+  if (name.rfind("blocks.", 0) == 0) {
+    const auto end = name.find('.', 7);
+    try {
+      return std::stoll(name.substr(7, end == std::string::npos ? std::string::npos : end - 7)) + 1;
+    } catch (const std::exception&) {
+    }
+  }
+  return num_layers;
+}
+
+std::vector<ParameterGroup> parameter_groups(const torch::nn::Module& model, const OptimizerConfig& c) {
+  const WeightDecaySplit split = split_weight_decay(model, c.no_weight_decay_names);
+  std::vector<ParameterGroup> groups;
+  if (c.layer_decay >= 1.0) {
+    if (!split.decay.empty()) groups.push_back({split.decay, c.weight_decay, 1.0});
+    if (!split.no_decay.empty()) groups.push_back({split.no_decay, 0.0, 1.0});
+    return groups;
+  }
+  if (c.num_layers < 1) throw UsageError("layer_decay needs the model's number of layers");
+  const std::set<std::string> no_decay(split.no_decay.begin(), split.no_decay.end());
+  std::map<std::pair<int64_t, bool>, std::size_t> index;  // (layer id, decayed) -> group
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    const bool decayed = no_decay.count(item.key()) == 0;
+    const int64_t layer = vit_layer_id(item.key(), c.num_layers);
+    auto [it, inserted] = index.emplace(std::make_pair(layer, decayed), groups.size());
+    if (inserted)
+      groups.push_back({{}, decayed ? c.weight_decay : 0.0,
+                        std::pow(c.layer_decay, static_cast<double>(c.num_layers - layer))});
+    groups[it->second].names.push_back(item.key());
+  }
+  return groups;
+}
+
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& c) {
   require(std::isfinite(c.lr) && c.lr >= 0, "learning rate must be >= 0, got " + std::to_string(c.lr));
   require(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
@@ -50,7 +89,8 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
   require(c.betas.first >= 0 && c.betas.first < 1 && c.betas.second >= 0 && c.betas.second < 1,
           "AdamW betas must lie in [0, 1)");
 
-  const WeightDecaySplit split = split_weight_decay(model, c.no_weight_decay_names);
+  require(std::isfinite(c.layer_decay) && c.layer_decay > 0 && c.layer_decay <= 1,
+          "layer_decay must be in (0, 1], got " + std::to_string(c.layer_decay));
   const auto params = model.named_parameters(/*recurse=*/true);
   auto collect = [&](const std::vector<std::string>& names) {
     std::vector<at::Tensor> out;
@@ -64,16 +104,18 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const 
     return o;
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!split.decay.empty()) groups.emplace_back(collect(split.decay), options(c.weight_decay));
-  if (!split.no_decay.empty()) groups.emplace_back(collect(split.no_decay), options(0.0));
+  for (const ParameterGroup& g : parameter_groups(model, c)) groups.emplace_back(collect(g.names), options(g.weight_decay));
   if (groups.empty()) throw UsageError("the model has no trainable parameter to optimise");
   torch::optim::AdamWOptions defaults(c.lr);
   defaults.betas(std::make_tuple(c.betas.first, c.betas.second)).eps(c.eps).weight_decay(c.weight_decay);
   return std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
 }
 
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& lr_scales) {
+  auto& groups = optimizer.param_groups();
+  if (!lr_scales.empty() && lr_scales.size() != groups.size())
+    throw std::logic_error("set_learning_rate: one scale per parameter group");
+  for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lr * (lr_scales.empty() ? 1.0 : lr_scales[i]));
 }
 
 double learning_rate(const torch::optim::Optimizer& optimizer) {

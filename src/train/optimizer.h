@@ -21,7 +21,27 @@ struct OptimizerConfig {
   // Parameters never decayed besides biases and 1-d tensors (timm's no_weight_decay()). A name
   // matches the full parameter name or its last component ("pos_embed" matches "vit.pos_embed").
   std::vector<std::string> no_weight_decay_names = {"pos_embed", "cls_token", "dist_token"};
+  // Layer-wise learning-rate decay (MAE's lr_decay.py, BEiT): parameters of layer id l get
+  // lr * layer_decay^(num_layers - l). 1: off. num_layers = blocks + 1 (see vit_layer_id).
+  double layer_decay = 1.0;
+  int64_t num_layers = 0;
 };
+
+// MAE's get_layer_id_for_vit: cls_token, pos_embed, patch_embed -> 0; blocks.<i>.* -> i + 1;
+// everything else (norm, fc_norm, head) -> num_layers.
+int64_t vit_layer_id(const std::string& name, int64_t num_layers);
+
+// One optimizer parameter group: its parameters by name, weight decay and learning-rate scale.
+struct ParameterGroup {
+  std::vector<std::string> names;
+  double weight_decay = 0;
+  double lr_scale = 1.0;
+};
+
+// The groups make_adamw builds, in order. Without layer decay: decay (dim >= 2, not a bias, not
+// listed) then no-decay, empty groups left out. With layer decay: MAE's param_groups_lrd, one
+// group per (layer id, decay or not) in order of first appearance.
+std::vector<ParameterGroup> parameter_groups(const torch::nn::Module& model, const OptimizerConfig& config);
 
 // The split make_adamw uses, by parameter name, in named_parameters() order. Parameters with
 // requires_grad == false are in neither list (timm skips them too).
@@ -31,13 +51,13 @@ struct WeightDecaySplit {
 };
 WeightDecaySplit split_weight_decay(const torch::nn::Module& model, const std::vector<std::string>& no_weight_decay_names);
 
-// AdamW over two groups: group 0 = decay (weight_decay), group 1 = no-decay (0). A group with no
-// parameter is left out (a model without biases gets one group). Throws UsageError on invalid
-// hyper-parameters or when the model has no trainable parameter.
+// AdamW over parameter_groups(model, config). Throws UsageError on invalid hyper-parameters or
+// when the model has no trainable parameter.
 std::unique_ptr<torch::optim::AdamW> make_adamw(torch::nn::Module& model, const OptimizerConfig& config);
 
-// Sets the learning rate of every parameter group.
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+// Sets the learning rate of every parameter group: lr * lr_scales[i] for group i (1 when
+// lr_scales is empty), as MAE's adjust_learning_rate applies "lr_scale".
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std::vector<double>& lr_scales = {});
 // The learning rate of the first parameter group.
 double learning_rate(const torch::optim::Optimizer& optimizer);
 

@@ -123,5 +123,62 @@ TEST(Optimizer, ClipGradNorm) {
   EXPECT_NEAR(b.grad()[0].item<float>(), 6.0f, 1e-5);
 }
 
+
+// ViT parameter names for the layer-decay rule: cls_token, pos_embed, patch_embed.*, blocks.<i>.*, norm, head.
+struct ToyVit : torch::nn::Module {
+  ToyVit() {
+    cls_token = register_parameter("cls_token", torch::zeros({1, 1, 4}));
+    pos_embed = register_parameter("pos_embed", torch::zeros({1, 5, 4}));
+    register_module("patch_embed", torch::nn::Linear(4, 4));
+    auto blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int i = 0; i < 2; ++i) blocks->push_back(torch::nn::Linear(4, 4));
+    register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({4})));
+    register_module("head", torch::nn::Linear(4, 3));
+  }
+  torch::Tensor cls_token, pos_embed;
+};
+
+TEST(Optimizer, LayerIdsFollowMaesRule) {
+  EXPECT_EQ(vit_layer_id("cls_token", 13), 0);
+  EXPECT_EQ(vit_layer_id("pos_embed", 13), 0);
+  EXPECT_EQ(vit_layer_id("patch_embed.proj.weight", 13), 0);
+  EXPECT_EQ(vit_layer_id("blocks.0.attn.qkv.weight", 13), 1);
+  EXPECT_EQ(vit_layer_id("blocks.11.mlp.fc2.bias", 13), 12);
+  EXPECT_EQ(vit_layer_id("fc_norm.weight", 13), 13);
+  EXPECT_EQ(vit_layer_id("head.weight", 13), 13);
+}
+
+// MAE's lr_decay.param_groups_lrd: one group per (layer id, decay), lr_scale = decay^(L - id),
+// in order of first appearance; the schedule's lr is multiplied by each group's scale.
+TEST(Optimizer, LayerDecayGroupsAndScalesAsMae) {
+  ToyVit toy;
+  OptimizerConfig config;
+  config.layer_decay = 0.5;
+  config.num_layers = 3;  // 2 blocks + 1
+  const auto groups = parameter_groups(toy, config);
+  ASSERT_EQ(groups.size(), 8u);
+  EXPECT_EQ(groups[0].names, (std::vector<std::string>{"cls_token", "pos_embed", "patch_embed.bias"}));
+  EXPECT_EQ(groups[1].names, (std::vector<std::string>{"patch_embed.weight"}));
+  EXPECT_EQ(groups[2].names, (std::vector<std::string>{"blocks.0.weight"}));
+  EXPECT_EQ(groups[3].names, (std::vector<std::string>{"blocks.0.bias"}));
+  EXPECT_EQ(groups[6].names, (std::vector<std::string>{"norm.weight", "norm.bias", "head.bias"}));
+  EXPECT_EQ(groups[7].names, (std::vector<std::string>{"head.weight"}));
+  const std::vector<double> scales = {0.125, 0.125, 0.25, 0.25, 0.5, 0.5, 1.0, 1.0};
+  const std::vector<double> decays = {0, 0.05, 0.05, 0, 0.05, 0, 0, 0.05};
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    EXPECT_DOUBLE_EQ(groups[i].lr_scale, scales[i]) << i;
+    EXPECT_DOUBLE_EQ(groups[i].weight_decay, decays[i]) << i;
+  }
+  auto opt = make_adamw(toy, config);
+  ASSERT_EQ(opt->param_groups().size(), 8u);
+  std::vector<double> lr_scales;
+  for (const auto& g : groups) lr_scales.push_back(g.lr_scale);
+  set_learning_rate(*opt, 1e-3, lr_scales);
+  EXPECT_DOUBLE_EQ(opt->param_groups()[0].options().get_lr(), 1.25e-4);
+  EXPECT_DOUBLE_EQ(opt->param_groups()[7].options().get_lr(), 1e-3);
+  config.layer_decay = 0;
+  EXPECT_THROW(make_adamw(toy, config), UsageError);
+}
+
 }  // namespace
 }  // namespace sparsevit::train
