@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace sparsevit::train {
 struct TrainConfig;
@@ -16,9 +17,16 @@ void register_flops_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_TRAIN
 void register_finetune_command(CLI::App& app);
 void register_calibrate_command(CLI::App& app);
-// One option per train::TrainConfig field (train::for_each_field); recipe_only: the fields every
-// run of an experiment shares (sweep takes those).
-void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only);
+// One option per train::TrainConfig field of `command` (train::kFinetune / kPretrain bits;
+// train::for_each_field); recipe_only: the fields every run of an experiment shares (sweep takes those).
+void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only, unsigned command = 1);
+// The TrainConfig fields named in `names` only (commands that share some of the training flags).
+void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const std::vector<std::string>& names);
+void register_pretrain_command(CLI::App& app);
+#endif
+#ifdef SPARSEVIT_HAVE_INFERENCE
+void register_predict_command(CLI::App& app);
+void register_export_command(CLI::App& app);
 #endif
 #ifdef SPARSEVIT_HAVE_EXPERIMENTS
 void register_sweep_command(CLI::App& app);

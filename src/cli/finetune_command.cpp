@@ -19,7 +19,7 @@ void register_train_command(CLI::App& app, const std::string& name, const std::s
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand(name, help);
-  add_train_config_options(cmd, state->config, /*recipe_only=*/false);
+  add_train_config_options(cmd, state->config, /*recipe_only=*/false, train::kFinetune);
   cmd->add_option("--config", state->config_file, "experiment YAML whose keys are these flags' names");
   cmd->callback([state, eval_only] {
     train::TrainConfig c = state->config;

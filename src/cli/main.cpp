@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
 #ifdef SPARSEVIT_HAVE_TRAIN
   sparsevit::cli::register_finetune_command(app);
   sparsevit::cli::register_calibrate_command(app);
+  sparsevit::cli::register_pretrain_command(app);
+#endif
+#ifdef SPARSEVIT_HAVE_INFERENCE
+  sparsevit::cli::register_predict_command(app);
+  sparsevit::cli::register_export_command(app);
 #endif
 #ifdef SPARSEVIT_HAVE_EXPERIMENTS
   sparsevit::cli::register_sweep_command(app);

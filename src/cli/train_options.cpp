@@ -1,5 +1,6 @@
 // The options generated from train::for_each_field: one per TrainConfig field, both spellings,
 // bools as flags, choices checked by CLI11.
+#include <algorithm>
 #include <type_traits>
 
 #include "cli/commands.h"
@@ -7,9 +8,12 @@
 
 namespace sparsevit::cli {
 
-void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only) {
+namespace {
+
+template <class Keep>
+void add_fields(CLI::App* cmd, train::TrainConfig& config, Keep&& keep) {
   train::for_each_field(config, [&](auto& value, const train::FieldInfo& f) {
-    if (recipe_only && f.group != train::FieldGroup::recipe) return;
+    if (!keep(f)) return;
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, bool>) {
       cmd->add_flag(option_names(f.name), value, f.help);
@@ -17,6 +21,20 @@ void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool re
       CLI::Option* o = cmd->add_option(option_names(f.name), value, f.help)->capture_default_str();
       if (!f.choices.empty()) o->check(CLI::IsMember(f.choices));
     }
+  });
+}
+
+}  // namespace
+
+void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only, unsigned command) {
+  add_fields(cmd, config, [&](const train::FieldInfo& f) {
+    return (!recipe_only || f.group == train::FieldGroup::recipe) && (f.commands & command) != 0;
+  });
+}
+
+void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const std::vector<std::string>& names) {
+  add_fields(cmd, config, [&](const train::FieldInfo& f) {
+    return std::find(names.begin(), names.end(), f.name) != names.end();
   });
 }
 

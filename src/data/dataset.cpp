@@ -85,7 +85,8 @@ std::shared_ptr<const Dataset> max_samples(std::shared_ptr<const Dataset> base, 
 // ---------------------------------------------------------------- factory
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"fashion_mnist", "mnist", "cifar10", "cifar100", "image_folder"};
+  static const std::vector<std::string> names = {"fashion_mnist", "mnist", "cifar10", "cifar100", "image_folder",
+                                                  "imagenet"};
   return names;
 }
 
@@ -121,6 +122,13 @@ std::shared_ptr<const Dataset> make_dataset(const std::string& name, const std::
   if (name == "mnist") return IdxDataset::from_folder(dir, train, "MNIST", 10);
   if (name == "cifar10") return CifarDataset::from_folder(dir, CifarDataset::Variant::kCifar10, train);
   if (name == "cifar100") return CifarDataset::from_folder(dir, CifarDataset::Variant::kCifar100, train);
+  if (name == "imagenet") {
+    // MAE's build_dataset: ImageFolder(data_path/train) and ImageFolder(data_path/val).
+    const fs::path split = fs::path(dir) / (train ? "train" : "val");
+    if (!fs::is_directory(split, ec))
+      throw UsageError("dataset imagenet: '" + split.string() + "' is not a folder (expected train/ and val/ with one "
+                       "subfolder per class under --data_path)");
+  }
   return ImageFolderDataset::from_root(dir, train, 3);
 }
 

@@ -223,6 +223,45 @@ Normalize::Normalize(std::vector<double> mean, std::vector<double> std) : mean_(
   }
 }
 
+RandomErasing::RandomErasing(double probability, std::string mode, int64_t max_count)
+    : probability_(probability), mode_(std::move(mode)), max_count_(max_count) {
+  if (!(probability >= 0 && probability <= 1)) throw UsageError("random erasing probability must be in [0, 1]");
+  if (mode_ != "pixel" && mode_ != "rand" && mode_ != "const")
+    throw UsageError("random erasing mode must be pixel, rand or const, got '" + mode_ + "'");
+  if (max_count < 1) throw UsageError("random erasing count must be >= 1");
+}
+
+at::Tensor RandomErasing::operator()(const at::Tensor& image, Rng& rng) const {
+  if (uniform01(rng) > probability_) return image;  // timm: random.random() > probability
+  at::Tensor out = image.clone();
+  const int64_t channels = out.size(0), height = out.size(1), width = out.size(2);
+  const int64_t count = max_count_ == 1 ? 1 : randint(rng, 1, max_count_ + 1);
+  const double area = static_cast<double>(height * width) / static_cast<double>(count);
+  const double log_min = std::log(0.3), log_max = std::log(1.0 / 0.3);
+  for (int64_t n = 0; n < count; ++n) {
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const double target = uniform(rng, 0.02, 1.0 / 3.0) * area;
+      const double aspect = std::exp(uniform(rng, log_min, log_max));
+      const auto h = static_cast<int64_t>(std::lround(std::sqrt(target * aspect)));
+      const auto w = static_cast<int64_t>(std::lround(std::sqrt(target / aspect)));
+      if (w >= width || h >= height || w < 1 || h < 1) continue;
+      const int64_t top = randint(rng, 0, height - h + 1), left = randint(rng, 0, width - w + 1);
+      at::Tensor box = out.narrow(1, top, h).narrow(2, left, w);
+      if (mode_ == "const") {
+        box.zero_();
+      } else {
+        at::Tensor fill = at::empty(mode_ == "pixel" ? std::vector<int64_t>{channels, h, w} : std::vector<int64_t>{channels, 1, 1},
+                                    at::kDouble);
+        double* v = fill.data_ptr<double>();
+        for (int64_t i = 0; i < fill.numel(); ++i) v[i] = normal(rng, 0.0, 1.0);
+        box.copy_(fill.to(out.scalar_type()).expand_as(box));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
 at::Tensor Normalize::operator()(const at::Tensor& image) const {
   check_image(image, "Normalize");
   const int64_t c = image.size(0);
@@ -274,9 +313,10 @@ void validate(const TransformConfig& c) {
     throw UsageError("mean and std need " + std::to_string(c.in_chans) + " values each");
   }
   Normalize(ms.mean, ms.std);
-  if (c.train_crop != "rrc" && c.train_crop != "pad" && c.train_crop != "none") {
-    throw UsageError("unknown train crop '" + c.train_crop + "' (known: rrc, pad, none)");
+  if (c.train_crop != "rrc" && c.train_crop != "pad" && c.train_crop != "none" && c.train_crop != "auto") {
+    throw UsageError("unknown train crop '" + c.train_crop + "' (known: auto, rrc, pad, none)");
   }
+  RandomErasing(c.re_prob, c.re_mode, c.re_count);
   RandomResizedCrop(c.input_size, {c.scale_min, c.scale_max}, {c.ratio_min, c.ratio_max});
   if (c.crop_padding < -1) throw UsageError("crop padding must be >= 0 (or -1: auto)");
   RandomHorizontalFlip{c.hflip};
@@ -290,13 +330,14 @@ Transform build_train_transform(const TransformConfig& c) {
   const MeanStd ms = resolved_mean_std(c);
   std::vector<Transform> steps = {head(c.in_chans)};
   const int64_t size = c.input_size;
-  if (c.train_crop == "rrc") {
+  const std::string crop = c.train_crop != "auto" ? c.train_crop : size > 64 ? "rrc" : "pad";
+  if (crop == "rrc") {
     steps.push_back(RandomResizedCrop(size, {c.scale_min, c.scale_max}, {c.ratio_min, c.ratio_max}));
   } else {
     steps.push_back([size](const at::Tensor& x, Rng&) {
       return (x.size(1) == size && x.size(2) == size) ? x : center_crop(resize_shorter(x, size), size);
     });
-    if (c.train_crop == "pad") {
+    if (crop == "pad") {
       const int64_t padding = c.crop_padding >= 0 ? c.crop_padding : size / 8;
       steps.push_back(RandomCropWithPadding(size, padding));
     }
@@ -308,6 +349,7 @@ Transform build_train_transform(const TransformConfig& c) {
     steps.push_back(ColorJitter(c.color_jitter));
   }
   steps.push_back(Normalize(ms.mean, ms.std));
+  if (c.re_prob > 0) steps.push_back(RandomErasing(c.re_prob, c.re_mode, c.re_count));
   return compose(std::move(steps));
 }
 

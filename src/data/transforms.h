@@ -103,6 +103,21 @@ class ColorJitter {
   double brightness_, contrast_, saturation_;
 };
 
+// timm's RandomErasing on a normalised [C,H,W] image: with probability p, erase
+// randint(1, max_count) boxes, each of area uniform(0.02, 1/3) of the image / count and
+// log-uniform aspect ratio in [0.3, 1/0.3] (10 tries each), filled per `mode`: "pixel" (a normal
+// value per pixel and channel), "rand" (one normal value per channel) or "const" (zeros).
+class RandomErasing {
+ public:
+  RandomErasing(double probability, std::string mode = "pixel", int64_t max_count = 1);
+  at::Tensor operator()(const at::Tensor& image, Rng& rng) const;
+
+ private:
+  double probability_;
+  std::string mode_;
+  int64_t max_count_;
+};
+
 // (x - mean[c]) / std[c]; as many values as channels.
 class Normalize {
  public:
@@ -122,7 +137,8 @@ struct TransformConfig {
   std::vector<double> mean;  // empty: default_mean_std("", in_chans) (ImageNet)
   std::vector<double> std;
   // Train crop: "rrc" (RandomResizedCrop with scale/ratio), "pad" (resize to input_size if
-  // needed, then RandomCropWithPadding) or "none" (resize + centre crop, no randomness).
+  // needed, then RandomCropWithPadding), "none" (resize + centre crop, no randomness) or
+  // "auto" (rrc above 64 px, pad for the small 28x28 / 32x32 datasets).
   std::string train_crop = "rrc";
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
@@ -130,6 +146,9 @@ struct TransformConfig {
   double hflip = 0.5;          // probability
   double color_jitter = 0.4;   // 0: off; ignored when auto_augment is on (as in timm)
   std::string auto_augment;    // timm RandAugment string, e.g. "rand-m9-mstd0.5-inc1"; "" or "none": off
+  double re_prob = 0;          // random erasing after Normalize (timm's --reprob); 0: off
+  std::string re_mode = "pixel";
+  int64_t re_count = 1;
   // Eval: resize the shorter side to floor(input_size / crop_pct), centre-crop input_size.
   // Use 1.0 for datasets already at the model's resolution (28x28, 32x32).
   double crop_pct = 0.875;
@@ -143,7 +162,7 @@ TransformConfig transform_config_for(const std::string& dataset, int64_t input_s
 void validate(const TransformConfig& config);
 
 // DeiT/timm train pipeline: to float -> channels -> crop -> flip -> RandAugment or colour
-// jitter -> Normalize. Accepts uint8 (or float [0,1]) [C,H,W]; returns float32
+// jitter -> Normalize -> random erasing. Accepts uint8 (or float [0,1]) [C,H,W]; returns float32
 // [in_chans, input_size, input_size].
 Transform build_train_transform(const TransformConfig& config);
 

@@ -21,6 +21,17 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& ckpt) {
     m.nb_classes = meta.value("nb_classes", int64_t{0});
     m.attention_yaml = meta.at("attention_yaml").get<std::string>();
     m.attention_overrides = meta.value("attention_overrides", std::vector<std::string>{});
+    if (meta.contains("model_shape")) {
+      const nlohmann::json& shape = meta.at("model_shape");
+      m.img_size = shape.at("img_size").get<int64_t>();
+      m.patch_size = shape.at("patch_size").get<int64_t>();
+      m.embed_dim = shape.at("embed_dim").get<int64_t>();
+      m.depth = shape.at("depth").get<int64_t>();
+      m.num_heads = shape.at("num_heads").get<int64_t>();
+      m.global_pool = shape.at("global_pool").get<bool>();
+    }
+    if (meta.contains("config") && meta.at("config").contains("dataset"))
+      m.dataset = meta.at("config").at("dataset").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw RuntimeError(ckpt.path() + ": corrupt model description: " + e.what());
   }
@@ -29,13 +40,28 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& ckpt) {
   return m;
 }
 
+nlohmann::json model_description(const models::VitConfig& c) {
+  return {{"img_size", c.img_size}, {"patch_size", c.patch_size}, {"embed_dim", c.embed_dim},
+          {"depth", c.depth},       {"num_heads", c.num_heads},   {"global_pool", c.global_pool}};
+}
+
+std::shared_ptr<models::VisionTransformer> create_described_model(const CheckpointModel& m) {
+  models::ModelOptions options;
+  if (m.nb_classes > 0) options.num_classes = m.nb_classes;
+  if (m.img_size > 0) options.img_size = m.img_size;
+  if (m.patch_size > 0) options.patch_size = m.patch_size;
+  if (m.embed_dim > 0) options.embed_dim = m.embed_dim;
+  if (m.depth > 0) options.depth = m.depth;
+  if (m.num_heads > 0) options.num_heads = m.num_heads;
+  options.global_pool = m.global_pool;
+  options.attention = m.attention;
+  return models::create_model(m.model, options);
+}
+
 std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& ckpt) {
   const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
   if (!m) throw RuntimeError(ckpt.path() + " does not say which model it holds (no model metadata)");
-  models::ModelOptions options;
-  if (m->nb_classes > 0) options.num_classes = m->nb_classes;
-  options.attention = m->attention;
-  auto model = models::create_model(m->model, options);
+  auto model = create_described_model(*m);
   ckpt.load_model(*model);
   return model;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "config/attention_spec.h"
 
 namespace sparsevit::models {
@@ -30,7 +32,15 @@ struct CheckpointModel {
   std::string attention_yaml;
   std::vector<std::string> attention_overrides;  // --attn-set NAME=VALUE
   config::AttentionSpec attention;                // parsed, overrides applied
+  // The built model's shape (input size, patch, width, depth, heads, pooling): absent from
+  // older checkpoints, whose models have the registered shape.
+  int64_t img_size = 0, patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;
+  bool global_pool = false;
+  std::string dataset;  // the training dataset (its normalisation), "" when unknown
 };
+
+// The metadata entries that describe `model` (add them to a checkpoint's metadata).
+nlohmann::json model_description(const models::VitConfig& model);
 
 // nullopt when the checkpoint carries no model description (e.g. written by other tools).
 std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& checkpoint);
@@ -38,6 +48,8 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& checkpoi
 // Rebuilds the checkpoint's model and loads its weights; RuntimeError when the checkpoint
 // does not describe its model.
 std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& checkpoint);
+// The model the description asks for, with random weights.
+std::shared_ptr<models::VisionTransformer> create_described_model(const CheckpointModel& description);
 
 // What analysis commands (calibrate, diversity) feed such a model: split `train_split` of
 // `dataset` (its standard location when `data_path` is empty), the first `limit` images

@@ -58,6 +58,7 @@ TrainState::TrainState(torch::nn::Module& model, const OptimizationOptions& opti
   adamw.weight_decay = options_.weight_decay;
   adamw.eps = options_.opt_eps;
   adamw.betas = options_.betas;
+  adamw.no_weight_decay_names = options_.no_weight_decay_names;
   adamw.layer_decay = options_.layer_decay;
   adamw.num_layers = options_.num_layers;
   optimizer_ = make_adamw(model, adamw);

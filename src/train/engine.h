@@ -47,6 +47,9 @@ struct OptimizationOptions {
   double opt_eps = 1e-6;
   std::pair<double, double> betas = {0.9, 0.999};  // AdamW (MAE pretraining: 0.9, 0.95)
   double clip_grad = 0;          // 0: off
+  // Never weight-decayed besides biases and 1-d tensors (timm's no_weight_decay(); MAE's
+  // pretraining decays everything else, cls_token and mask_token included: empty list).
+  std::vector<std::string> no_weight_decay_names = {"pos_embed", "cls_token", "dist_token"};
   double layer_decay = 1.0;      // MAE's layer-wise lr decay (1: off); needs num_layers
   int64_t num_layers = 0;        // the model's blocks + 1
   int64_t accum_iter = 1;        // optimizer step every accum_iter batches

@@ -25,6 +25,8 @@
 #include "train/losses.h"
 #include "train/metrics_log.h"
 #include "train/mixup.h"
+#include "train/pretrained_weights.h"
+#include "train/run_setup.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
@@ -57,15 +59,6 @@ std::string TrainSummary::to_text() const {
 
 namespace {
 
-// The attention YAML is read once: its text travels in the checkpoint and is what is parsed.
-std::string read_attention_yaml(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot read attention config '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The model and attention a checkpoint was trained with override the flags, so that
 // `sparsevit eval --resume ckpt` rebuilds exactly that model.
 void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
@@ -75,20 +68,17 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::st
   if (m->model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m->model, c.model);
   c.model = m->model;
   if (m->nb_classes > 0) c.nb_classes = m->nb_classes;
+  if (m->img_size > 0) {
+    c.input_size = m->img_size;
+    c.patch_size = m->patch_size;
+    c.embed_dim = m->embed_dim;
+    c.depth = m->depth;
+    c.num_heads = m->num_heads;
+    c.global_pool = m->global_pool;
+  }
   attention_yaml = m->attention_yaml;
   c.attn_set = m->attention_overrides;
   spec = m->attention;
-}
-
-// This process's shard of a split, in batches of the per-process batch size.
-data::LoaderOptions loader_options(const TrainConfig& c, const ProcessContext& process) {
-  data::LoaderOptions o;
-  o.batch_size = c.batch_size;
-  o.num_workers = c.num_workers;
-  o.seed = static_cast<uint64_t>(c.seed);
-  o.rank = process.rank();
-  o.world_size = process.world_size();
-  return o;
 }
 
 // Supervised classification: soft-target cross-entropy under Mixup/CutMix, label smoothing, or
@@ -119,15 +109,15 @@ class ClassificationTask : public TrainTask {
 
 TrainSummary run_finetune(const TrainConfig& raw) {
   TrainConfig c = resolve(raw);
+  check_device(c.device);
   ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
   const int64_t rank = process.rank(), world = process.world_size();
   if (world > 1) spdlog::info("data parallel: {} per-process batch = {} global", c.batch_size, c.batch_size * world);
 
   // Attention: the YAML text travels in the checkpoint so a run can be rebuilt exactly.
-  std::string attention_yaml = c.attn_cfg.empty() ? config::default_attention_yaml() : read_attention_yaml(c.attn_cfg);
-  config::AttentionSpec spec = c.attn_cfg.empty() ? config::default_attention_spec()
-                                                  : config::parse_attention_spec(attention_yaml, c.attn_cfg);
-  config::apply_mask_kwarg_overrides(spec, c.attn_set);
+  AttentionConfig attention = load_attention_config(c.attn_cfg, c.attn_set);
+  std::string& attention_yaml = attention.yaml;
+  config::AttentionSpec& spec = attention.spec;
   std::optional<LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) {
     ckpt.emplace(c.resume);
@@ -143,17 +133,9 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   if (c.nb_classes <= 0) c.nb_classes = eval_set->num_classes();
 
   // Model.
-  models::ModelOptions options;
-  options.num_classes = c.nb_classes;
-  options.drop_path_rate = c.drop_path;
-  options.attention = spec;
-  auto model = models::create_model(c.model, options);
+  auto model = models::create_model(c.model, vit_model_options(c, spec));
   const models::VitConfig& vc = model->config();
-  data::TransformConfig tc = data::transform_config_for(c.dataset, vc.img_size, vc.in_chans);
-  tc.train_crop = c.train_crop;
-  tc.color_jitter = c.color_jitter;
-  tc.auto_augment = c.aa;
-  data::validate(tc);
+  const data::TransformConfig tc = transform_config(c, vc.img_size, vc.in_chans);
 
   data::LoaderOptions eval_options = loader_options(c, process);
   eval_options.even_shards = false;  // every test sample exactly once over the ranks
@@ -196,6 +178,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   opt.weight_decay = c.weight_decay;
   opt.opt_eps = c.opt_eps;
   opt.clip_grad = c.clip_grad;
+  opt.layer_decay = c.layer_decay;
+  opt.num_layers = vc.depth + 1;
   opt.accum_iter = c.accum_iter;
   opt.model_ema = c.model_ema;
   opt.model_ema_decay = c.model_ema_decay;
@@ -219,12 +203,18 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
   if (train_loader.num_batches() == 0) throw UsageError("the training set has fewer samples than one batch");
 
+  if (!c.finetune.empty() && !ckpt) {
+    // MAE main_finetune --finetune: pretrained weights, then training as usual (rank 0's are broadcast).
+    const PretrainedLoad load = load_pretrained_file(*model, c.finetune);
+    spdlog::info("--finetune {}: {}", c.finetune, describe(load));
+  }
   TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   ClassificationTask task(*model, mixup, c.smoothing);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
 
   const nlohmann::json metadata = {{"model", c.model},
                                    {"nb_classes", c.nb_classes},
+                                   {"model_shape", model_description(vc)},
                                    {"attention_yaml", attention_yaml},
                                    {"attention_source", spec.source},
                                    {"attention_overrides", c.attn_set},

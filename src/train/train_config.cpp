@@ -80,14 +80,17 @@ void check_choice(const FieldInfo& f, const std::string& v) {
 
 }  // namespace
 
-nlohmann::json config_to_json(const TrainConfig& c) {
+nlohmann::json config_to_json(const TrainConfig& c, unsigned command) {
   nlohmann::json j = nlohmann::json::object();
-  for_each_field(c, [&](const auto& value, const FieldInfo& f) { j[f.name] = value; });
+  for_each_field(c, [&](const auto& value, const FieldInfo& f) {
+    if (f.commands & command) j[f.name] = value;
+  });
   return j;
 }
 
-TrainConfig resolve(TrainConfig c) {
-  for_each_field(c, [](const auto& value, const FieldInfo& f) {
+TrainConfig resolve(TrainConfig c, unsigned command) {
+  for_each_field(c, [&](const auto& value, const FieldInfo& f) {
+    if (!(f.commands & command)) return;
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, std::string>) {
       check_choice(f, value);
@@ -98,6 +101,8 @@ TrainConfig resolve(TrainConfig c) {
   if (c.eval && c.resume.empty()) throw UsageError("--eval needs --resume CHECKPOINT");
   if (!dist::backend_available(c.dist_backend))
     throw UsageError("--dist_backend " + c.dist_backend + ": this LibTorch build has no NCCL (it is a CPU build); use gloo");
+  if (c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
+    throw UsageError("--device must be cpu or cuda[:N], got '" + c.device + "'");
   if (c.aa == "none") c.aa.clear();
   if (c.log_dir.empty()) c.log_dir = c.output_dir;
   return c;

@@ -17,6 +17,7 @@ struct TrainConfig {
   std::string dataset = "fashion_mnist";
   std::string data_path;            // default: the dataset's standard location
   int64_t nb_classes = 0;           // 0: from the dataset
+  int64_t input_size = 0;           // 0: the model's image size
   int64_t max_train_samples = 0;    // 0: all
   int64_t max_eval_samples = 0;
   int64_t num_workers = 2;
@@ -25,6 +26,15 @@ struct TrainConfig {
   std::string attn_cfg;             // "" : the built-in Fibottention default
   std::vector<std::string> attn_set;  // NAME=VALUE mask kwarg overrides
   double drop_path = 0.1;
+  int64_t patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;  // 0: the model's
+  bool global_pool = false;         // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
+  std::string finetune;             // initial weights: pretrain checkpoint, safetensors or .pth (timm / MAE names)
+  // MAE pretraining (sparsevit pretrain)
+  double mask_ratio = 0.75;
+  bool norm_pix_loss = false;
+  int64_t decoder_embed_dim = 0, decoder_depth = 0, decoder_num_heads = 0;  // 0: the model's default decoder
+  std::string decoder_attn_cfg;     // "" : the encoder's attention config
+  std::string save_recon;           // folder for reconstruction PNGs after training ("" : none)
   // optimisation (DeiT recipe)
   int64_t epochs = 3;
   int64_t batch_size = 64;
@@ -36,6 +46,7 @@ struct TrainConfig {
   double weight_decay = 0.05;
   double opt_eps = 1e-6;
   double clip_grad = 0;             // 0: no clipping
+  double layer_decay = 1.0;         // layer-wise lr decay (MAE's --layer_decay; 1: off)
   double smoothing = 0.1;
   // augmentation
   double mixup = 0;
@@ -44,7 +55,10 @@ struct TrainConfig {
   double mixup_switch_prob = 0.5;
   std::string aa = "";              // RandAugment string, e.g. rand-m9-mstd0.5-inc1 ("" or "none": off)
   double color_jitter = 0.0;
-  std::string train_crop = "pad";   // pad | rrc | none
+  std::string train_crop = "auto";  // auto | pad | rrc | none
+  double reprob = 0;                // random erasing probability (timm)
+  std::string remode = "pixel";     // pixel | rand | const
+  int64_t recount = 1;              // erase 1..recount boxes
   // EMA
   bool model_ema = false;
   double model_ema_decay = 0.9999;
@@ -55,6 +69,8 @@ struct TrainConfig {
   int64_t save_ckpt_freq = 0;       // also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)
   int64_t start_epoch = 0;
   bool eval = false;
+  bool dist_eval = false;           // MAE's flag: evaluation is always sharded over the ranks here
+  std::string device = "cpu";       // cpu (this build trains on the CPU)
   int64_t seed = 0;
   int64_t threads = 0;              // 0: every core (shared among the processes on this machine)
   int64_t print_freq = 0;           // 0: progress bar decides
@@ -71,6 +87,9 @@ struct TrainConfig {
 // run: what one run has of its own (attention config, output, resume, seed, distribution).
 enum class FieldGroup { recipe, run };
 
+// The commands a field belongs to (a bit mask): finetune/eval/sweep, and MAE's pretrain.
+enum Command : unsigned { kFinetune = 1, kPretrain = 2, kAllCommands = 3 };
+
 // A field's name (flag, YAML key and JSON key), help text and allowed values.
 struct FieldInfo {
   const char* name = "";
@@ -80,6 +99,12 @@ struct FieldInfo {
   double max = std::numeric_limits<double>::infinity();
   bool min_inclusive = true, max_inclusive = true;
   std::vector<std::string> choices;  // for strings; empty: any text
+  unsigned commands = kAllCommands;
+  FieldInfo only(unsigned command_mask) const {
+    FieldInfo f = *this;
+    f.commands = command_mask;
+    return f;
+  }
 };
 
 namespace field {
@@ -100,14 +125,32 @@ void for_each_field(Config& c, Visitor&& visit) {
   constexpr FieldGroup run = FieldGroup::run;
   visit(c.dataset, any("dataset", "fashion_mnist | mnist | cifar10 | cifar100 | image_folder"));
   visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location)"));
-  visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)"));
+  visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));
+  visit(c.input_size, non_negative("input_size", "image size the model takes (0: the model's)"));
   visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (0: all)"));
-  visit(c.max_eval_samples, non_negative("max_eval_samples", "use only the first N evaluation samples (0: all)"));
+  visit(c.max_eval_samples, non_negative("max_eval_samples", "use only the first N evaluation samples (0: all)").only(kFinetune));
   visit(c.num_workers, non_negative("num_workers", "data loading threads"));
   visit(c.model, any("model", "model name (timm naming, e.g. vit_tiny_patch2_28)"));
   visit(c.attn_cfg, any("attn_cfg", "attention config YAML (default: built-in Fibottention)", run));
   visit(c.attn_set, any("attn_set", "override a mask kwarg: NAME=VALUE (repeatable)"));
-  visit(c.drop_path, unit_interval("drop_path", "stochastic depth rate", false));
+  visit(c.drop_path, unit_interval("drop_path", "stochastic depth rate", false).only(kFinetune));
+  visit(c.patch_size, non_negative("patch_size", "patch size (0: the model's)"));
+  visit(c.embed_dim, non_negative("embed_dim", "embedding width (0: the model's)"));
+  visit(c.depth, non_negative("depth", "number of blocks (0: the model's)"));
+  visit(c.num_heads, non_negative("num_heads", "attention heads (0: the model's)"));
+  visit(c.global_pool, any("global_pool", "classify the mean of the patch tokens through fc_norm (MAE finetuning) "
+                                          "instead of the class token").only(kFinetune));
+  visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names",
+                        run).only(kFinetune));
+  visit(c.mask_ratio, unit_interval("mask_ratio", "fraction of patches masked", false).only(kPretrain));
+  visit(c.norm_pix_loss, any("norm_pix_loss", "reconstruct per-patch normalised pixels").only(kPretrain));
+  visit(c.decoder_embed_dim, non_negative("decoder_embed_dim", "decoder width (0: the model's default)").only(kPretrain));
+  visit(c.decoder_depth, non_negative("decoder_depth", "decoder blocks (0: the model's default)").only(kPretrain));
+  visit(c.decoder_num_heads, non_negative("decoder_num_heads", "decoder heads (0: the model's default)").only(kPretrain));
+  visit(c.decoder_attn_cfg, any("decoder_attn_cfg", "attention config YAML of the decoder (default: --attn_cfg)", run)
+                                .only(kPretrain));
+  visit(c.save_recon, any("save_recon", "write original / masked / reconstruction PNGs of a few images here", run)
+                          .only(kPretrain));
   visit(c.epochs, non_negative("epochs", "training epochs"));
   visit(c.batch_size, positive("batch_size", "batch size per process (global batch: batch_size * accum_iter * world size)"));
   visit(c.accum_iter, at_least_one("accum_iter", "accumulate gradients over N batches per optimizer step"));
@@ -118,25 +161,33 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.weight_decay, non_negative("weight_decay", "AdamW weight decay"));
   visit(c.opt_eps, positive("opt_eps", "AdamW epsilon"));
   visit(c.clip_grad, non_negative("clip_grad", "clip the gradient norm (0: off)"));
-  visit(c.smoothing, unit_interval("smoothing", "label smoothing", false));
-  visit(c.mixup, non_negative("mixup", "mixup alpha (0: off)"));
-  visit(c.cutmix, non_negative("cutmix", "cutmix alpha (0: off)"));
-  visit(c.mixup_prob, unit_interval("mixup_prob", "probability of applying mixup or cutmix to a batch", true));
+  visit(c.layer_decay, positive("layer_decay", "layer-wise lr decay: block i gets lr * layer_decay^(depth + 1 - i) (1: off)")
+                           .only(kFinetune));
+  visit(c.smoothing, unit_interval("smoothing", "label smoothing", false).only(kFinetune));
+  visit(c.mixup, non_negative("mixup", "mixup alpha (0: off)").only(kFinetune));
+  visit(c.cutmix, non_negative("cutmix", "cutmix alpha (0: off)").only(kFinetune));
+  visit(c.mixup_prob, unit_interval("mixup_prob", "probability of applying mixup or cutmix to a batch", true).only(kFinetune));
   visit(c.mixup_switch_prob,
-        unit_interval("mixup_switch_prob", "probability of cutmix instead of mixup when both are on", true));
-  visit(c.aa, any("aa", "RandAugment policy, timm syntax (e.g. rand-m9-mstd0.5-inc1; empty or none: off)"));
-  visit(c.color_jitter, non_negative("color_jitter", "colour jitter strength (0: off)"));
-  visit(c.train_crop, one_of("train_crop", "pad (random crop with padding) | rrc (RandomResizedCrop) | none (flip only)",
-                             {"pad", "rrc", "none"}));
-  visit(c.model_ema, any("model_ema", "keep an EMA of the weights and evaluate it too"));
-  visit(c.model_ema_decay, unit_interval("model_ema_decay", "EMA decay", false));
+        unit_interval("mixup_switch_prob", "probability of cutmix instead of mixup when both are on", true).only(kFinetune));
+  visit(c.aa, any("aa", "RandAugment policy, timm syntax (e.g. rand-m9-mstd0.5-inc1; empty or none: off)").only(kFinetune));
+  visit(c.color_jitter, non_negative("color_jitter", "colour jitter strength (0: off)").only(kFinetune));
+  visit(c.train_crop, one_of("train_crop", "auto (rrc above 64 px, else pad) | pad (random crop with padding) | "
+                             "rrc (RandomResizedCrop) | none (flip only)", {"auto", "pad", "rrc", "none"}));
+  visit(c.reprob, unit_interval("reprob", "random erasing probability (timm)", true).only(kFinetune));
+  visit(c.remode, one_of("remode", "random erasing fill: pixel | rand | const", {"pixel", "rand", "const"}).only(kFinetune));
+  visit(c.recount, at_least_one("recount", "random erasing: up to this many boxes").only(kFinetune));
+  visit(c.model_ema, any("model_ema", "keep an EMA of the weights and evaluate it too").only(kFinetune));
+  visit(c.model_ema_decay, unit_interval("model_ema_decay", "EMA decay", false).only(kFinetune));
   visit(c.output_dir, any("output_dir", "where checkpoints, metrics.jsonl and the resolved config go", run));
   visit(c.log_dir, any("log_dir", "where metrics.jsonl goes (default: output_dir)", run));
   visit(c.resume, any("resume", "checkpoint to resume from", run));
   visit(c.save_ckpt_freq,
         non_negative("save_ckpt_freq", "also keep checkpoint-<epoch>.pt every N epochs (0: only the latest)", run));
   visit(c.start_epoch, non_negative("start_epoch", "first epoch (when resuming an old checkpoint)", run));
-  visit(c.eval, any("eval", "only evaluate (with --resume)", run));
+  visit(c.eval, any("eval", "only evaluate (with --resume)", run).only(kFinetune));
+  visit(c.dist_eval, any("dist_eval", "shard evaluation over the ranks (always on here; accepted for MAE's scripts)", run)
+                         .only(kFinetune));
+  visit(c.device, any("device", "cpu (this build trains on the CPU; cuda is refused with the reason)", run));
   visit(c.seed, any("seed", "random seed", run));
   visit(c.threads, non_negative("threads", "CPU threads for LibTorch (0: every core)"));
   visit(c.print_freq, non_negative("print_freq", "progress lines per epoch when not on a terminal (0: auto)"));
@@ -150,7 +201,8 @@ void for_each_field(Config& c, Visitor&& visit) {
 
 // Checks every field against its FieldInfo and the fields against each other, and fills
 // derived defaults (aa "none" -> "", log_dir); throws UsageError "--NAME must be ...".
-TrainConfig resolve(TrainConfig config);
-nlohmann::json config_to_json(const TrainConfig& config);
+TrainConfig resolve(TrainConfig config, unsigned command = kFinetune);
+// The fields of `command`, by name.
+nlohmann::json config_to_json(const TrainConfig& config, unsigned command = kFinetune);
 
 }  // namespace sparsevit::train

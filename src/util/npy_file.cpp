@@ -58,6 +58,26 @@ std::vector<int64_t> read_npy_float32_header(std::istream& in, const std::string
   return shape;
 }
 
+NpyFloat32 read_npy_float32(const std::string& path, const std::string& context) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw RuntimeError(context + ": cannot open '" + path + "'");
+  NpyFloat32 array;
+  array.shape = read_npy_float32_header(in, path, context);
+  int64_t count = 1;
+  for (int64_t d : array.shape) count *= d;
+  const std::streampos data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff available = in.tellg() - data_start;
+  if (available != static_cast<std::streamoff>(count) * 4)
+    throw RuntimeError(context + ": '" + path + "' holds " + std::to_string(available) + " data bytes, its shape needs " +
+                       std::to_string(count * 4));
+  in.seekg(data_start);
+  array.values.resize(static_cast<std::size_t>(count));
+  in.read(reinterpret_cast<char*>(array.values.data()), count * 4);
+  if (!in) throw RuntimeError(context + ": '" + path + "' is truncated");
+  return array;
+}
+
 void write_npy_float32(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& values) {
   int64_t count = 1;
   std::string dims;  // Python's tuple spelling: "(2, 3)", "(5,)", "()"

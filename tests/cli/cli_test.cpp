@@ -488,7 +488,7 @@ TEST(Cli, SweepTakesAnExperimentConfigAndEveryRangeIsChecked) {
   expect_usage_error(run("finetune --accum_iter 0"), "--accum_iter must be >= 1");
   expect_usage_error(run("finetune --smoothing 1"), "--smoothing must be in [0, 1)");
   expect_usage_error(run("finetune --mixup_prob 1.5"), "--mixup_prob must be in [0, 1]");
-  expect_usage_error(run("finetune --train_crop square"), "square not in {pad,rrc,none}");
+  expect_usage_error(run("finetune --train_crop square"), "square not in {auto,pad,rrc,none}");
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+#include "inference/predict.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "data/image_codec.h"
+#include "data/transforms.h"
+#include "models/model_registry.h"
+#include "runtime/cpu_threads.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_model.h"
+#include "train/pretrained_weights.h"
+#include "train/run_setup.h"
+#include "util/errors.h"
+#include "util/npy_file.h"
+#include "weights/weight_file.h"
+
+namespace sparsevit::inference {
+namespace fs = std::filesystem;
+namespace {
+
+const at::Tensor* find(const train::NamedTensors& weights, const std::string& name) {
+  for (const auto& [n, t] : weights)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+// Fills the shape flags left at 0 from the weights (timm layout): classes from head.weight,
+// width / patch / channels from patch_embed.proj.weight, input size from pos_embed, depth from
+// the highest block index, global pooling from fc_norm without norm. Heads cannot be read off.
+models::ModelOptions options_from_weights(const train::NamedTensors& weights, train::TrainConfig c,
+                                          const config::AttentionSpec& spec) {
+  if (const at::Tensor* head = find(weights, "head.weight"); head && c.nb_classes == 0 && head->dim() == 2)
+    c.nb_classes = head->size(0);
+  const at::Tensor* proj = find(weights, "patch_embed.proj.weight");
+  if (proj && proj->dim() == 4) {
+    if (c.embed_dim == 0) c.embed_dim = proj->size(0);
+    if (c.patch_size == 0) c.patch_size = proj->size(2);
+  }
+  const at::Tensor* pos = find(weights, "pos_embed");
+  if (pos && pos->dim() == 3 && c.input_size == 0 && proj && proj->dim() == 4) {
+    const auto grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(pos->size(1) - 1))));
+    if (grid * grid == pos->size(1) - 1) c.input_size = grid * proj->size(2);
+  }
+  if (c.depth == 0) {
+    int64_t depth = 0;
+    for (const auto& [name, t] : weights)
+      if (name.rfind("blocks.", 0) == 0) depth = std::max<int64_t>(depth, std::atoll(name.c_str() + 7) + 1);
+    if (depth > 0) c.depth = depth;
+  }
+  if (!c.global_pool && find(weights, "fc_norm.weight") && !find(weights, "norm.weight")) c.global_pool = true;
+  models::ModelOptions o = train::vit_model_options(c, spec);
+  if (proj && proj->dim() == 4) o.in_chans = proj->size(1);
+  return o;
+}
+
+struct LoadedModel {
+  std::shared_ptr<models::VisionTransformer> model;
+  std::string dataset;  // normalisation of image inputs
+};
+
+LoadedModel load_model(const PredictOptions& p) {
+  if (p.resume.empty() == p.weights.empty()) throw UsageError("predict needs exactly one of --resume CKPT or --weights FILE");
+  if (!p.resume.empty()) {
+    const train::LoadedCheckpoint ckpt(p.resume);
+    const std::optional<train::CheckpointModel> m = train::checkpoint_model(ckpt);
+    if (!m) throw RuntimeError(p.resume + " does not say which model it holds; use --weights with --model");
+    auto model = train::create_described_model(*m);
+    ckpt.load_model(*model);
+    return {model, m->dataset.empty() ? p.model.dataset : m->dataset};
+  }
+  const train::NamedTensors weights = weights::read_weight_file(p.weights);
+  const train::AttentionConfig attention = train::load_attention_config(p.model.attn_cfg, p.model.attn_set);
+  auto model = models::create_model(p.model.model, options_from_weights(weights, p.model, attention.spec));
+  const train::PretrainedLoad load = train::load_pretrained(*model, weights, p.weights);
+  if (!load.missing.empty() || !load.removed.empty())
+    throw UsageError(p.weights + ": the weights do not fill the model (" + train::describe(load) +
+                     "); check --model and the shape flags");
+  if (!load.unexpected.empty()) spdlog::warn("{}: {}", p.weights, train::describe(load));
+  return {model, p.model.dataset};
+}
+
+bool is_image_file(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+// The model input [B, C, H, W] and a name per row.
+std::pair<at::Tensor, std::vector<std::string>> read_input(const std::string& input, const models::VitConfig& vc,
+                                                           const std::string& dataset) {
+  std::error_code ec;
+  if (!fs::exists(input, ec)) throw UsageError("--input '" + input + "' does not exist");
+  std::vector<std::string> names;
+  if (fs::is_regular_file(input, ec) && fs::path(input).extension() == ".npy") {
+    // Used as is: no preprocessing, so independent implementations can be compared exactly.
+    const NpyFloat32 array = read_npy_float32(input, "predict");
+    const std::vector<int64_t> expected = {vc.in_chans, vc.img_size, vc.img_size};
+    if (array.shape.size() != 4 || std::vector<int64_t>(array.shape.begin() + 1, array.shape.end()) != expected)
+      throw UsageError(fmt::format("--input {}: shape [{}] is not [B, {}, {}, {}] as the model takes", input,
+                                   fmt::join(array.shape, ", "), vc.in_chans, vc.img_size, vc.img_size));
+    for (int64_t i = 0; i < array.shape[0]; ++i) names.push_back(fmt::format("{}[{}]", fs::path(input).filename().string(), i));
+    return {at::from_blob(const_cast<float*>(array.values.data()), array.shape, at::kFloat).clone(), names};
+  }
+  std::vector<fs::path> files;
+  if (fs::is_directory(input, ec)) {
+    for (const auto& entry : fs::recursive_directory_iterator(input))
+      if (entry.is_regular_file() && is_image_file(entry.path())) files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw UsageError("--input " + input + ": no .png/.jpg/.jpeg images in the folder");
+  } else {
+    files.push_back(input);
+  }
+  data::TransformConfig tc = data::transform_config_for(dataset, vc.img_size, vc.in_chans);
+  const data::Transform transform = data::build_eval_transform(tc);
+  std::vector<at::Tensor> images;
+  data::Rng rng(0);
+  for (const auto& file : files) {
+    const data::Image image = data::read_image(file.string(), vc.in_chans == 1 ? 1 : 3);
+    const at::Tensor chw = at::from_blob(const_cast<uint8_t*>(image.pixels.data()),
+                                         {image.height, image.width, image.channels}, at::kByte)
+                               .permute({2, 0, 1})
+                               .clone();
+    images.push_back(transform(chw, rng));
+    names.push_back(fs::relative(file, fs::is_directory(input, ec) ? fs::path(input) : file.parent_path()).string());
+  }
+  return {at::stack(images), names};
+}
+
+}  // namespace
+
+Predictions run_predict(const PredictOptions& p) {
+  const train::TrainConfig config = train::resolve(p.model);
+  train::check_device(config.device);
+  runtime::configure_cpu_threads(config.threads);
+  if (p.topk < 1) throw UsageError("--topk must be >= 1");
+  LoadedModel loaded = load_model(p);
+  auto& model = *loaded.model;
+  model.eval();
+  model.set_training_progress(1.0);
+  auto [input, names] = read_input(p.input, model.config(), loaded.dataset);
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> logits;
+  for (int64_t start = 0; start < input.size(0); start += config.batch_size)
+    logits.push_back(model.forward(input.narrow(0, start, std::min(config.batch_size, input.size(0) - start))));
+  Predictions out{names, at::cat(logits).contiguous()};
+  if (!p.output.empty()) {
+    const at::Tensor l = out.logits.to(at::kFloat).contiguous();
+    write_npy_float32(p.output, {l.size(0), l.size(1)}, std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel()));
+  }
+  return out;
+}
+
+std::string format_topk(const Predictions& predictions, int64_t k) {
+  const at::Tensor probs = at::softmax(predictions.logits.to(at::kDouble), 1);
+  const auto [values, indices] = probs.topk(std::min<int64_t>(k, probs.size(1)), 1);
+  std::string out;
+  for (int64_t i = 0; i < probs.size(0); ++i) {
+    out += predictions.names[static_cast<std::size_t>(i)] + ":";
+    for (int64_t j = 0; j < values.size(1); ++j)
+      out += fmt::format("  {} ({:.3f})", indices[i][j].item<int64_t>(), values[i][j].item<double>());
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace sparsevit::inference

@@ -1,0 +1,50 @@
+// The MAE pretraining pipeline (MAE's main_pretrain.py in C++): unlabelled images with
+// RandomResizedCrop(0.2, 1) + flip -> MaskedAutoencoder (sparse attention in the encoder over the
+// visible tokens and in the decoder over all of them) -> the shared engine (AdamW betas 0.9/0.95,
+// warm-up + cosine per iteration, gradient accumulation, data parallelism) -> metrics.jsonl,
+// atomic checkpoints, reconstruction PNGs and a summary.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "train/train_config.h"
+
+namespace sparsevit::models {
+class MaskedAutoencoder;
+}
+
+namespace sparsevit::train {
+
+class LoadedCheckpoint;
+
+struct PretrainSummary {
+  double train_loss = 0;            // mean reconstruction loss of the last epoch
+  double first_epoch_loss = 0;      // of the first epoch run (the loss should fall)
+  double attention_gflops_encoder = 0, attention_gflops_decoder = 0;  // per sample, as computed
+  int64_t encoder_tokens = 0, decoder_tokens = 0;
+  int64_t params = 0, epochs_run = 0;
+  int64_t rank = 0, world_size = 1;
+  std::string checkpoint;           // the last checkpoint written ("" : none)
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+// Pretrains; `config` fields of the pretrain command (train::kPretrain) apply.
+PretrainSummary run_pretrain(const TrainConfig& config);
+
+// The defaults of `sparsevit pretrain` (MAE's recipe on the CPU quickstart model).
+TrainConfig pretrain_defaults();
+
+struct LoadedMae {
+  std::string name;
+  std::shared_ptr<models::MaskedAutoencoder> model;
+};
+// The MAE model of a pretrain checkpoint, rebuilt and loaded; nullopt for other checkpoints.
+std::optional<LoadedMae> load_checkpoint_mae(const LoadedCheckpoint& checkpoint);
+
+}  // namespace sparsevit::train

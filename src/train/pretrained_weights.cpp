@@ -1,0 +1,112 @@
+#include "train/pretrained_weights.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "models/pos_embed.h"
+#include "models/vision_transformer.h"
+#include "util/errors.h"
+#include "weights/weight_file.h"
+
+namespace sparsevit::train {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool is_head(const std::string& name) { return name == "head.weight" || name == "head.bias"; }
+
+}  // namespace
+
+PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& weights, const std::string& source) {
+  PretrainedLoad report;
+  auto params = model.named_parameters(/*recurse=*/true);
+  std::set<std::string> buffers;
+  for (const auto& b : model.named_buffers(/*recurse=*/true)) buffers.insert(b.key());
+  const models::VitConfig& vc = model.config();
+
+  // Check every shape before copying anything, so a refused file leaves the model untouched.
+  std::vector<std::pair<std::string, at::Tensor>> to_copy;
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : weights) {
+    if (!seen.insert(name).second) throw UsageError(source + ": key '" + name + "' appears twice");
+    if (buffers.count(name)) continue;  // derived from the attention config
+    if (!params.contains(name)) {
+      report.unexpected.push_back(name);
+      continue;
+    }
+    const at::Tensor& target = params[name];
+    at::Tensor value = tensor;
+    if (is_head(name) && value.sizes() != target.sizes()) {
+      report.removed.push_back(name);  // MAE: "Removing key head.weight from pretrained checkpoint"
+      continue;
+    }
+    if (name == "pos_embed" && value.dim() == 3 && value.sizes() != target.sizes() && value.size(2) == target.size(2)) {
+      const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(vc.num_patches()))));
+      value = models::interpolate_pos_embed(value.to(at::kFloat), vc.num_prefix_tokens, grid);
+      report.pos_embed_interpolated = true;
+    }
+    if (value.sizes() != target.sizes())
+      throw UsageError(fmt::format("{}: {} has shape {} in the file, the model expects {}", source, name,
+                                   shape_string(value), shape_string(target)));
+    if (!value.is_floating_point())
+      throw UsageError(fmt::format("{}: {} is not a floating-point tensor", source, name));
+    to_copy.emplace_back(name, value);
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, value] : to_copy) {
+      params[name].copy_(value.to(params[name].scalar_type()));
+      report.loaded.push_back(name);
+    }
+  }
+  const std::set<std::string> loaded(report.loaded.begin(), report.loaded.end());
+  for (const auto& p : params)
+    if (!loaded.count(p.key())) report.missing.push_back(p.key());
+  if (!loaded.count("head.weight") && params.contains("head.weight")) {
+    // MAE main_finetune: trunc_normal_(model.head.weight, std=2e-5) for the new head.
+    torch::NoGradGuard no_grad;
+    params["head.weight"].normal_(0.0, 2e-5).clamp_(-2.0, 2.0);
+    if (params.contains("head.bias") && !loaded.count("head.bias")) params["head.bias"].zero_();
+    report.head_reinitialised = true;
+  }
+  if (report.loaded.empty())
+    throw UsageError(source + ": no key matches the model's parameters (file keys: " +
+                     join(std::vector<std::string>(report.unexpected.begin(),
+                                                   report.unexpected.begin() + std::min<std::size_t>(5, report.unexpected.size()))) +
+                     ", ...)");
+  return report;
+}
+
+PretrainedLoad load_pretrained_file(models::VisionTransformer& model, const std::string& path) {
+  return load_pretrained(model, weights::read_weight_file(path), path);
+}
+
+std::string describe(const PretrainedLoad& r) {
+  std::string out = fmt::format("loaded {} tensors", r.loaded.size());
+  if (r.pos_embed_interpolated) out += "; pos_embed interpolated (bicubic) to the model's grid";
+  if (!r.removed.empty()) out += "; removed (class count differs): " + join(r.removed);
+  if (!r.missing.empty()) out += "; missing: " + join(r.missing);
+  if (!r.unexpected.empty()) {
+    std::vector<std::string> shown(r.unexpected.begin(), r.unexpected.begin() + std::min<std::size_t>(8, r.unexpected.size()));
+    out += fmt::format("; unexpected ({}): {}{}", r.unexpected.size(), join(shown), r.unexpected.size() > 8 ? ", ..." : "");
+  }
+  if (r.head_reinitialised) out += "; head re-initialised (trunc_normal std 2e-5)";
+  return out;
+}
+
+NamedTensors exported_parameters(const torch::nn::Module& model) {
+  NamedTensors out;
+  for (const auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value().detach().contiguous());
+  return out;
+}
+
+}  // namespace sparsevit::train

@@ -1,0 +1,47 @@
+// Weights in and out of a model by timm's / MAE's parameter names (patch_embed.proj.weight,
+// cls_token, pos_embed, blocks.0.attn.qkv.weight, ..., head.weight): what `finetune --finetune`,
+// `predict --weights` and `export` share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "train/named_tensors.h"
+
+namespace sparsevit::models {
+class VisionTransformer;
+}
+
+namespace sparsevit::train {
+
+// What load_pretrained did, for the log (MAE prints the same lists).
+struct PretrainedLoad {
+  std::vector<std::string> loaded;
+  std::vector<std::string> missing;     // model parameters the file lacks (re-initialised or kept)
+  std::vector<std::string> unexpected;  // file keys the model has no parameter for (decoder, ...)
+  std::vector<std::string> removed;     // keys dropped on purpose (a head of another class count)
+  bool head_reinitialised = false;
+  bool pos_embed_interpolated = false;
+};
+
+// MAE main_finetune's --finetune: copies `weights` (timm / MAE names) into `model` by name.
+// A head whose class count differs is removed and re-initialised as MAE does (trunc_normal,
+// std 2e-5, bias 0); pos_embed is interpolated bicubically when the grid differs; decoder and
+// other unknown keys are reported as unexpected; a missing head is re-initialised likewise.
+// Any other shape mismatch is a UsageError naming the key and both shapes ("<source>: ...").
+// Buffers (sparse patterns) are derived from the attention config and never loaded.
+PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& weights, const std::string& source);
+
+// Reads a weight file of any supported format (see weights/weight_file.h) and loads it.
+PretrainedLoad load_pretrained_file(models::VisionTransformer& model, const std::string& path);
+
+// One readable summary line per list (missing / unexpected / removed), as MAE's msg.
+std::string describe(const PretrainedLoad& load);
+
+// The model's parameters by name (timm / MAE names): what `export` writes. Buffers (the sparse
+// patterns' CSR indices) are left out; they are rebuilt from the attention config.
+NamedTensors exported_parameters(const torch::nn::Module& model);
+
+}  // namespace sparsevit::train

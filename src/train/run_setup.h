@@ -1,0 +1,42 @@
+// What main_finetune and main_pretrain share when they set a run up: the attention config (read
+// once, its text kept for the checkpoint), the model options from the flags, the device check,
+// the loader options of this process and the transform settings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/attention_spec.h"
+#include "data/data_loader.h"
+#include "data/transforms.h"
+#include "models/model_registry.h"
+#include "train/process_context.h"
+#include "train/train_config.h"
+
+namespace sparsevit::train {
+
+// An attention config as the run uses it: the YAML text (travels in checkpoints) and the spec.
+struct AttentionConfig {
+  std::string yaml;
+  config::AttentionSpec spec;
+};
+
+// Reads `path` once ("" : the built-in Fibottention default) and applies NAME=VALUE overrides.
+// A missing file is a UsageError naming it.
+AttentionConfig load_attention_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// The model options the flags ask for: --input_size, --patch_size/--embed_dim/--depth/--num_heads,
+// --global_pool, --drop_path, --nb_classes (0: the model's).
+models::ModelOptions vit_model_options(const TrainConfig& config, const config::AttentionSpec& spec);
+
+// --device: cpu runs; cuda is refused with the reason (this build trains on the CPU).
+void check_device(const std::string& device);
+
+// This process's shard of a split, in batches of the per-process batch size.
+data::LoaderOptions loader_options(const TrainConfig& config, const ProcessContext& process);
+
+// Transform settings for the dataset at the model's input: --train_crop, colour jitter,
+// RandAugment and random erasing from the flags. Validated.
+data::TransformConfig transform_config(const TrainConfig& config, int64_t input_size, int64_t in_chans);
+
+}  // namespace sparsevit::train
