@@ -201,6 +201,51 @@ TEST(Transforms, EvalPipelineIsDeterministicAndNormalised) {
   EXPECT_EQ(build_eval_transform(c)(random_u8(3, 50, 30, 1), r1).sizes(), (at::IntArrayRef{3, 16, 16}));
 }
 
+// timm's RandomErasing: p = 1 always erases one box of 2%..33% of the image with aspect ratio in
+// [0.3, 3.3]; pixel mode fills it with N(0, 1) values, const with zeros; p = 0 never erases.
+TEST(Transforms, RandomErasingBoxesFollowTimm) {
+  const at::Tensor image = at::full({3, 32, 32}, 7.0f);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    Rng rng(seed);
+    const at::Tensor out = RandomErasing(1.0, "pixel")(image, rng);
+    const at::Tensor erased = out.ne(7.0f).any(0);  // [H, W]
+    const int64_t area = erased.sum().item<int64_t>();
+    ASSERT_GT(area, 0) << seed;
+    EXPECT_GE(area, static_cast<int64_t>(0.02 * 1024 * 0.5)) << seed;
+    EXPECT_LE(area, static_cast<int64_t>(1024 / 3.0 * 1.5)) << seed;
+    const at::Tensor rows = erased.any(1).nonzero(), cols = erased.any(0).nonzero();
+    const int64_t h = rows.max().item<int64_t>() - rows.min().item<int64_t>() + 1;
+    const int64_t w = cols.max().item<int64_t>() - cols.min().item<int64_t>() + 1;
+    EXPECT_EQ(h * w, area) << "one rectangle";
+    EXPECT_EQ(image[0][0][0].item<float>(), 7.0f) << "the input is not modified";
+  }
+  Rng rng(1);
+  const at::Tensor zeros = RandomErasing(1.0, "const")(image, rng);
+  EXPECT_GT(zeros.eq(0.0f).sum().item<int64_t>(), 0);
+  EXPECT_TRUE(zeros.eq(0.0f).logical_or(zeros.eq(7.0f)).all().item<bool>());
+  const at::Tensor per_channel = RandomErasing(1.0, "rand")(image, rng);
+  const at::Tensor box = per_channel[0].ne(7.0f);
+  EXPECT_EQ(std::get<0>(at::_unique(per_channel[0].masked_select(box))).numel(), 1) << "rand: one value per channel";
+  EXPECT_TRUE(RandomErasing(0.0, "pixel")(image, rng).equal(image));
+  expect_error<UsageError>([] { RandomErasing(1.5, "pixel"); }, {"probability"});
+  expect_error<UsageError>([] { RandomErasing(0.5, "noise"); }, {"pixel, rand or const"});
+}
+
+// train_crop auto: RandomResizedCrop for ImageNet-sized inputs, padding crops for 28x28 / 32x32.
+TEST(Transforms, AutoTrainCropAndErasingInThePipeline) {
+  TransformConfig c = transform_config_for("imagenet", 64, 3);
+  c.train_crop = "auto";
+  c.re_prob = 1.0;
+  c.re_mode = "const";
+  const at::Tensor image = at::full({3, 64, 64}, 128, at::kByte);
+  Rng rng(3);
+  const at::Tensor out = build_train_transform(c)(image, rng);
+  EXPECT_EQ(out.sizes(), (at::IntArrayRef{3, 64, 64}));
+  EXPECT_GT(out.eq(0.0f).sum().item<int64_t>(), 0) << "erased after Normalize";
+  c.re_count = 0;
+  EXPECT_THROW(validate(c), UsageError);
+}
+
 TEST(Transforms, ConfigValidation) {
   TransformConfig c = small_config();
   c.train_crop = "random";

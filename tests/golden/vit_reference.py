@@ -124,8 +124,9 @@ def attention(x, w, prefix, num_heads, allowed=None):
     return linear(heads.transpose(1, 2).reshape(B, N, C), w[prefix + "proj.weight"], w[prefix + "proj.bias"])
 
 
-def vit_forward(w, images, layer_masks=None, g=GEOMETRY):
-    """Logits [B, classes]. layer_masks: one allowed-mask [H, N, N] (or None) per block."""
+def vit_forward(w, images, layer_masks=None, g=GEOMETRY, global_pool=False):
+    """Logits [B, classes]. layer_masks: one allowed-mask [H, N, N] (or None) per block.
+    global_pool: MAE's finetuning head, fc_norm(mean of the patch tokens), no final norm."""
     B = images.shape[0]
     tokens = patch_embed(images, w["patch_embed.proj.weight"], w["patch_embed.proj.bias"], g["patch_size"])
     x = torch.cat([w["cls_token"].expand(B, -1, -1), tokens], dim=1) + w["pos_embed"]
@@ -137,6 +138,9 @@ def vit_forward(w, images, layer_masks=None, g=GEOMETRY):
         h = gelu_erf(linear(layer_norm(x, w[b + "norm2.weight"], w[b + "norm2.bias"]),
                             w[b + "mlp.fc1.weight"], w[b + "mlp.fc1.bias"]))
         x = x + linear(h, w[b + "mlp.fc2.weight"], w[b + "mlp.fc2.bias"])
+    if global_pool:
+        pooled = layer_norm(x[:, 1:].mean(1), w["fc_norm.weight"], w["fc_norm.bias"])
+        return linear(pooled, w["head.weight"], w["head.bias"])
     x = layer_norm(x, w["norm.weight"], w["norm.bias"])
     return linear(x[:, 0], w["head.weight"], w["head.bias"])
 
