@@ -107,6 +107,21 @@ std::string default_data_path(const std::string& name) {
   return "";
 }
 
+std::string resolve_dataset_name(const std::string& name, const std::string& path) {
+  if (name != "auto") return name;
+  if (path.empty()) return "fashion_mnist";
+  std::error_code ec;
+  if (fs::is_directory(fs::path(path) / "train", ec)) return "imagenet";
+  for (const char* idx : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"})
+    if (fs::exists(fs::path(path) / idx, ec)) return "fashion_mnist";
+  throw UsageError("cannot tell which dataset '" + path + "' holds: pass --dataset (one of " +
+                   [] {
+                     std::string list;
+                     for (const auto& n : dataset_names()) list += (list.empty() ? "" : ", ") + n;
+                     return list;
+                   }() + ")");
+}
+
 std::shared_ptr<const Dataset> make_dataset(const std::string& name, const std::string& path, bool train) {
   check_name(name);
   const std::string dir = path.empty() ? default_data_path(name) : path;

@@ -80,6 +80,11 @@ std::string default_data_path(const std::string& name);
 // RuntimeErrors naming the file.
 std::shared_ptr<const Dataset> make_dataset(const std::string& name, const std::string& path, bool train);
 
+// `--dataset auto` (the default): fashion_mnist without a path (the embedded data); with one, the
+// layout decides: train/ (+ val/) class folders -> imagenet (MAE's scripts pass only --data_path),
+// IDX files -> fashion_mnist. Other names are returned unchanged. UsageError when the folder says nothing.
+std::string resolve_dataset_name(const std::string& name, const std::string& path);
+
 // Normalisation statistics (per channel, in [0,1] units) for `channels` channels of a
 // dataset: Fashion-MNIST (0.2860 / 0.3530), MNIST (0.1307 / 0.3081), CIFAR-10/100, else
 // ImageNet's (0.485, 0.456, 0.406) / (0.229, 0.224, 0.225) (their average for 1 channel).

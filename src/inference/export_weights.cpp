@@ -1,5 +1,7 @@
 #include "inference/export_weights.h"
 
+#include "models/masked_autoencoder.h"
+#include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
 #include "train/pretrained_weights.h"

@@ -76,7 +76,9 @@ LoadedModel load_model(const PredictOptions& p) {
     return {model, m->dataset.empty() ? p.model.dataset : m->dataset};
   }
   const train::NamedTensors weights = weights::read_weight_file(p.weights);
-  const train::AttentionConfig attention = train::load_attention_config(p.model.attn_cfg, p.model.attn_set);
+  // Published weights run as published (dense) unless an attention config is given.
+  train::AttentionConfig attention;
+  if (!p.model.attn_cfg.empty()) attention = train::load_attention_config(p.model.attn_cfg, p.model.attn_set);
   auto model = models::create_model(p.model.model, options_from_weights(weights, p.model, attention.spec));
   const train::PretrainedLoad load = train::load_pretrained(*model, weights, p.weights);
   if (!load.missing.empty() || !load.removed.empty())

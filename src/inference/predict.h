@@ -1,7 +1,8 @@
 // `sparsevit predict`: logits of a trained or published ViT for images or a ready-made tensor.
 // The model comes from a sparsevit checkpoint (--resume: model, attention and shape as trained)
 // or from a weight file with timm names (--weights + --model and the shape flags; classes, width,
-// depth, patch, input size, channels and pooling are read off the weights when not given).
+// depth, patch, input size, channels and pooling are read off the weights when not given; the
+// attention is dense, as published, unless --attn-cfg is given).
 #pragma once
 
 #include <cstdint>

@@ -70,6 +70,30 @@ at::Tensor Block::forward(const at::Tensor& x) {
   return y + drop_path(mlp_->forward(norm2_->forward(y)), drop_path_, is_training());
 }
 
+std::vector<std::shared_ptr<Block>> make_blocks(const VitConfig& c, const AttentionGeometry& geometry,
+                                               std::vector<std::optional<patterns::Pattern>> patterns,
+                                               torch::nn::ModuleListImpl& list,
+                                               std::shared_ptr<attention::SharedAttentionParameters> shared) {
+  if (static_cast<int64_t>(patterns.size()) != c.depth)
+    throw UsageError("need one pattern per block: " + std::to_string(patterns.size()) + " for depth " +
+                     std::to_string(c.depth));
+  attention::LayerOptions options;
+  options.geometry = geometry;
+  options.qkv_bias = c.qkv_bias;
+  options.proj_drop = c.drop_rate;
+  options.shared = std::move(shared);
+  std::vector<std::shared_ptr<Block>> blocks;
+  for (int64_t i = 0; i < c.depth; ++i) {
+    options.layer = i;
+    // Stochastic depth grows linearly with depth, as in timm.
+    const double dpr = c.depth > 1 ? c.drop_path_rate * i / (c.depth - 1) : c.drop_path_rate;
+    auto attn = attention::make_attention(c.attention, options, std::move(patterns[i]));
+    blocks.push_back(std::make_shared<Block>(c, dpr, attn));
+    list.push_back(blocks.back());
+  }
+  return blocks;
+}
+
 VisionTransformer::VisionTransformer(const VitConfig& c,
                                      std::optional<std::vector<std::optional<patterns::Pattern>>> layer_patterns)
     : config_(c) {
@@ -86,24 +110,9 @@ VisionTransformer::VisionTransformer(const VitConfig& c,
   pos_embed_ = register_parameter("pos_embed", at::zeros({1, geometry.num_tokens, c.embed_dim}));
 
   auto patterns = layer_patterns ? std::move(*layer_patterns) : config::build_layer_patterns(c.attention, geometry);
-  if (static_cast<int64_t>(patterns.size()) != c.depth)
-    throw UsageError("need one pattern per block: " + std::to_string(patterns.size()) + " for depth " +
-                     std::to_string(c.depth));
   block_list_ = register_module("blocks", torch::nn::ModuleList());
   attn_shared_ = std::make_shared<attention::SharedAttentionParameters>();
-  attention::LayerOptions options;
-  options.geometry = geometry;
-  options.qkv_bias = c.qkv_bias;
-  options.proj_drop = c.drop_rate;
-  options.shared = attn_shared_;
-  for (int64_t i = 0; i < c.depth; ++i) {
-    options.layer = i;
-    // Stochastic depth grows linearly with depth, as in timm.
-    const double dpr = c.depth > 1 ? c.drop_path_rate * i / (c.depth - 1) : c.drop_path_rate;
-    auto attn = attention::make_attention(c.attention, options, std::move(patterns[i]));
-    blocks_.push_back(std::make_shared<Block>(c, dpr, attn));
-    block_list_->push_back(blocks_.back());
-  }
+  blocks_ = make_blocks(c, geometry, std::move(patterns), *block_list_, attn_shared_);
   // Only models whose backend shares something carry the holder (others' state dicts are unchanged).
   if (!attn_shared_->empty()) register_module("attn_shared", attn_shared_);
   const auto norm_options = torch::nn::LayerNormOptions({c.embed_dim}).eps(1e-6);

@@ -81,6 +81,15 @@ class Block : public torch::nn::Module {
   double drop_path_;
 };
 
+// A stack of c.depth Blocks whose attention modules see `geometry` (the model's, or a shorter
+// sequence such as MAE's visible tokens), one pattern per block (nullopt = dense), stochastic
+// depth growing linearly as in timm; each block is appended to `list` (which names them 0, 1, ...)
+// and backends that share parameters across layers keep them in `shared`.
+std::vector<std::shared_ptr<Block>> make_blocks(const VitConfig& c, const AttentionGeometry& geometry,
+                                               std::vector<std::optional<patterns::Pattern>> patterns,
+                                               torch::nn::ModuleListImpl& list,
+                                               std::shared_ptr<attention::SharedAttentionParameters> shared);
+
 class VisionTransformer : public torch::nn::Module {
  public:
   // `layer_patterns` (one per block; nullopt = dense) default to the spec's patterns.

@@ -125,6 +125,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   }
 
   // Data.
+  c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
   if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
   if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
   auto eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
@@ -199,7 +200,13 @@ TrainSummary run_finetune(const TrainConfig& raw) {
 
   data::LoaderOptions train_options = loader_options(c, process);
   train_options.shuffle = true;
-  train_options.drop_last = mixup.enabled();  // mixup pairs the batch with its reverse
+  // Mixup pairs the batch with its reverse: full batches only (MAE's drop_last), unless the
+  // training set is smaller than one global batch (a tiny folder), which then trains as one batch.
+  const bool one_batch_or_more = train_set->size() >= c.batch_size * world;
+  train_options.drop_last = mixup.enabled() && one_batch_or_more;
+  if (mixup.enabled() && !one_batch_or_more)
+    spdlog::warn("the training set ({} images) is smaller than one batch ({}): one partial batch per epoch",
+                 train_set->size(), c.batch_size * world);
   data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
   if (train_loader.num_batches() == 0) throw UsageError("the training set has fewer samples than one batch");
 

@@ -197,6 +197,7 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
   const models::MaeConfig& mc = model->config();
 
   // Data: images only (MAE pretraining uses no label).
+  c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
   if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
   auto train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
   data::TransformConfig tc = data::transform_config_for(c.dataset, mc.encoder.img_size, mc.encoder.in_chans);

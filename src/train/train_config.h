@@ -14,7 +14,7 @@ namespace sparsevit::train {
 
 struct TrainConfig {
   // data
-  std::string dataset = "fashion_mnist";
+  std::string dataset = "auto";      // auto: from --data_path's layout (data::resolve_dataset_name)
   std::string data_path;            // default: the dataset's standard location
   int64_t nb_classes = 0;           // 0: from the dataset
   int64_t input_size = 0;           // 0: the model's image size
@@ -123,7 +123,8 @@ template <class Config, class Visitor>
 void for_each_field(Config& c, Visitor&& visit) {
   using namespace field;
   constexpr FieldGroup run = FieldGroup::run;
-  visit(c.dataset, any("dataset", "fashion_mnist | mnist | cifar10 | cifar100 | image_folder"));
+  visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | mnist | cifar10 | "
+                                  "cifar100 | image_folder | imagenet (train/ + val/ class folders)"));
   visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location)"));
   visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));
   visit(c.input_size, non_negative("input_size", "image size the model takes (0: the model's)"));
