@@ -13,6 +13,9 @@ SPARSEVIT_PACKAGES=(
   zlib1g-dev libpng-dev libturbojpeg0-dev
   dataset-fashion-mnist python3
 )
+# scripts/test also installs these: Debian's PyTorch reads what sparsevit writes (weights interop
+# tests) and regenerates the golden fixtures.
+SPARSEVIT_TEST_PACKAGES=(python3-torch)
 
 sparsevit_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
