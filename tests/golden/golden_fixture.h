@@ -100,11 +100,14 @@ inline void cast_parameters(torch::nn::Module& model, at::ScalarType dtype) {
 // Copies each fixture tensor into the model's parameter of the same name, keeping the
 // parameter's dtype. The two name sets must be equal: a parameter the fixture lacks (or a
 // fixture tensor the model lacks) means the model's structure differs from the reference.
-inline void load_parameters_by_name(torch::nn::Module& model, const std::vector<GoldenTensor>& tensors) {
+// `computed`: parameters the model computes itself (MAE's fixed sin-cos tables).
+inline void load_parameters_by_name(torch::nn::Module& model, const std::vector<GoldenTensor>& tensors,
+                                    const std::set<std::string>& computed = {}) {
   at::NoGradGuard no_grad;
   auto params = model.named_parameters(/*recurse=*/true);
   std::set<std::string> unused;
-  for (const auto& item : params) unused.insert(item.key());
+  for (const auto& item : params)
+    if (!computed.count(item.key())) unused.insert(item.key());
   for (const auto& t : tensors) {
     at::Tensor* p = params.find(t.name);
     if (p == nullptr) throw std::runtime_error(std::string("golden: the model has no parameter '") + t.name + "'");
