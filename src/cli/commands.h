@@ -23,6 +23,9 @@ void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool re
 // The TrainConfig fields named in `names` only (commands that share some of the training flags).
 void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const std::vector<std::string>& names);
 void register_pretrain_command(CLI::App& app);
+// Flags MAE's scripts pass that change nothing here (--pin_mem, --no_pin_mem, --local_rank,
+// --world_size, --dist_on_itp): accepted so those command lines run unchanged.
+void add_mae_compatibility_flags(CLI::App* cmd);
 #endif
 #ifdef SPARSEVIT_HAVE_INFERENCE
 void register_predict_command(CLI::App& app);

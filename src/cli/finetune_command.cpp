@@ -21,6 +21,10 @@ void register_train_command(CLI::App& app, const std::string& name, const std::s
   CLI::App* cmd = app.add_subcommand(name, help);
   add_train_config_options(cmd, state->config, /*recipe_only=*/false, train::kFinetune);
   cmd->add_option("--config", state->config_file, "experiment YAML whose keys are these flags' names");
+  // MAE's --cls_token: the class-token head (the default here; MAE's default is --global_pool).
+  cmd->add_flag_callback("--cls_token", [state] { state->config.global_pool = false; },
+                         "classify the class token (the default; MAE's flag to turn --global_pool off)");
+  add_mae_compatibility_flags(cmd);
   cmd->callback([state, eval_only] {
     train::TrainConfig c = state->config;
     if (eval_only) c.eval = true;

@@ -18,6 +18,7 @@ void register_pretrain_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("pretrain", "MAE self-supervised pretraining with the configured attention");
   add_train_config_options(cmd, state->config, /*recipe_only=*/false, train::kPretrain);
   cmd->add_option("--config", state->config_file, "experiment YAML whose keys are these flags' names");
+  add_mae_compatibility_flags(cmd);
   cmd->callback([state] {
     const train::PretrainSummary summary = train::run_pretrain(state->config);
     if (summary.rank != 0) return;

@@ -39,3 +39,18 @@ void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const st
 }
 
 }  // namespace sparsevit::cli
+
+namespace sparsevit::cli {
+
+void add_mae_compatibility_flags(CLI::App* cmd) {
+  const std::string why = "accepted for MAE's scripts; no effect here";
+  static std::string ignored;  // values of the options below are not used
+  cmd->add_flag("--pin_mem,--no_pin_mem", why)->group("MAE compatibility");
+  cmd->add_flag("--dist_on_itp", why)->group("MAE compatibility");
+  // torch.distributed.launch passes --local_rank; rank and world size come from the environment.
+  cmd->add_option("--local_rank,--local-rank", ignored, why + " (rank and world size come from the environment)")
+      ->group("MAE compatibility");
+  cmd->add_option("--world_size", ignored, why)->group("MAE compatibility");
+}
+
+}  // namespace sparsevit::cli

@@ -48,6 +48,10 @@ MaeConfig mae_config(const std::string& name, const MaeOptions& o) {
   ModelOptions vit;
   vit.img_size = o.img_size;
   vit.in_chans = o.in_chans;
+  vit.patch_size = o.patch_size;
+  vit.embed_dim = o.embed_dim;
+  vit.depth = o.depth;
+  vit.num_heads = o.num_heads;
   vit.attention = o.attention;
   MaeConfig c;
   c.encoder = vit_config(shape, vit);

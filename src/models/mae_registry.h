@@ -14,6 +14,7 @@ namespace sparsevit::models {
 
 struct MaeOptions {
   std::optional<int64_t> img_size, in_chans;
+  std::optional<int64_t> patch_size, embed_dim, depth, num_heads;  // encoder shape overrides
   std::optional<int64_t> decoder_embed_dim, decoder_depth, decoder_num_heads;  // default: the model's
   double mask_ratio = 0.75;
   bool norm_pix_loss = false;

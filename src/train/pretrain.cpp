@@ -68,6 +68,10 @@ constexpr const char* kMaeKey = "mae";
 models::MaeOptions mae_options(const TrainConfig& c, const AttentionConfig& encoder, const AttentionConfig& decoder) {
   models::MaeOptions o;
   if (c.input_size > 0) o.img_size = c.input_size;
+  if (c.patch_size > 0) o.patch_size = c.patch_size;
+  if (c.embed_dim > 0) o.embed_dim = c.embed_dim;
+  if (c.depth > 0) o.depth = c.depth;
+  if (c.num_heads > 0) o.num_heads = c.num_heads;
   if (c.decoder_embed_dim > 0) o.decoder_embed_dim = c.decoder_embed_dim;
   if (c.decoder_depth > 0) o.decoder_depth = c.decoder_depth;
   if (c.decoder_num_heads > 0) o.decoder_num_heads = c.decoder_num_heads;
@@ -161,6 +165,10 @@ std::optional<LoadedMae> load_checkpoint_mae(const LoadedCheckpoint& ckpt) {
     const nlohmann::json& m = meta.at(kMaeKey);
     c.model = m.at("model").get<std::string>();
     c.input_size = m.at("img_size").get<int64_t>();
+    c.patch_size = m.at("patch_size").get<int64_t>();
+    c.embed_dim = m.at("embed_dim").get<int64_t>();
+    c.depth = m.at("depth").get<int64_t>();
+    c.num_heads = m.at("num_heads").get<int64_t>();
     c.decoder_embed_dim = m.at("decoder_embed_dim").get<int64_t>();
     c.decoder_depth = m.at("decoder_depth").get<int64_t>();
     c.decoder_num_heads = m.at("decoder_num_heads").get<int64_t>();
@@ -250,7 +258,9 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
 
   const nlohmann::json metadata = {
       {kMaeKey,
-       {{"model", name}, {"img_size", mc.encoder.img_size}, {"decoder_embed_dim", mc.decoder_embed_dim},
+       {{"model", name}, {"img_size", mc.encoder.img_size}, {"patch_size", mc.encoder.patch_size},
+        {"embed_dim", mc.encoder.embed_dim}, {"depth", mc.encoder.depth}, {"num_heads", mc.encoder.num_heads},
+        {"decoder_embed_dim", mc.decoder_embed_dim},
         {"decoder_depth", mc.decoder_depth}, {"decoder_num_heads", mc.decoder_num_heads}, {"mask_ratio", mc.mask_ratio},
         {"norm_pix_loss", mc.norm_pix_loss}, {"attention_yaml", encoder_attention.yaml},
         {"decoder_attention_yaml", decoder_attention.yaml}, {"attention_overrides", c.attn_set}}},
