@@ -172,23 +172,11 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   }
 
   // Optimisation. MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
-  OptimizationOptions opt;
-  opt.lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * c.accum_iter * world);
-  opt.min_lr = c.min_lr;
-  opt.warmup_epochs = c.warmup_epochs;
-  opt.weight_decay = c.weight_decay;
-  opt.opt_eps = c.opt_eps;
-  opt.clip_grad = c.clip_grad;
+  OptimizationOptions opt = optimization_options(c, world);
   opt.layer_decay = c.layer_decay;
   opt.num_layers = vc.depth + 1;
-  opt.accum_iter = c.accum_iter;
   opt.model_ema = c.model_ema;
   opt.model_ema_decay = c.model_ema_decay;
-  opt.epochs = c.epochs;
-  opt.dist_bucket_mb = c.dist_bucket_mb;
-  opt.dist_no_overlap = c.dist_no_overlap;
-  opt.host_seed = static_cast<uint64_t>(c.seed);
-  opt.print_freq = c.print_freq;
   MixupConfig mixup_config;
   mixup_config.mixup_alpha = c.mixup;
   mixup_config.cutmix_alpha = c.cutmix;
@@ -227,16 +215,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
                                    {"attention_overrides", c.attn_set},
                                    {"world_size", world},
                                    {"config", config_to_json(c)}};
-  std::optional<MetricsLog> metrics;
-  if (!c.output_dir.empty() && process.main_rank()) {
-    std::filesystem::create_directories(c.output_dir);
-    write_file_atomically(c.output_dir + "/config.json", config_to_json(c).dump(2) + "\n");
-    write_file_atomically(c.output_dir + "/attention.yaml", attention_yaml);
-  }
-  if (!c.log_dir.empty() && process.main_rank()) {
-    std::filesystem::create_directories(c.log_dir);
-    metrics.emplace(c.log_dir + "/metrics.jsonl");
-  }
+  std::optional<MetricsLog> metrics = open_run_outputs(c, kFinetune, process);
+  if (!c.output_dir.empty() && process.main_rank()) write_file_atomically(c.output_dir + "/attention.yaml", attention_yaml);
 
   ClassifierMetrics last;
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
@@ -262,11 +242,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
                                  state.ema() ? fmt::format("  ema acc@1 {:.2f}", ema_acc1) : std::string(), seconds)
                   << std::endl;
     if (metrics) metrics->append(record);
-    if (!c.output_dir.empty() && process.main_rank()) {
-      state.save_checkpoint(c.output_dir + "/checkpoint.pt", epoch, metadata);
-      if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
-        state.save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch, metadata);
-    }
+    save_epoch_checkpoints(state, c, epoch, metadata, process);
     summary.ema_acc1 = ema_acc1;
     summary.epochs_run++;
   }

@@ -237,21 +237,9 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
                summary.attention_gflops_encoder, summary.attention_gflops_decoder);
   spdlog::info("data {}: {} training images, {} threads", c.dataset, train_set->size(), process.threads());
 
-  OptimizationOptions opt;
-  opt.lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * c.accum_iter * world);
+  OptimizationOptions opt = optimization_options(c, world);
   opt.betas = {0.9, 0.95};
   opt.no_weight_decay_names = {};  // MAE's add_weight_decay: biases and 1-d tensors only
-  opt.min_lr = c.min_lr;
-  opt.warmup_epochs = c.warmup_epochs;
-  opt.weight_decay = c.weight_decay;
-  opt.opt_eps = c.opt_eps;
-  opt.clip_grad = c.clip_grad;
-  opt.accum_iter = c.accum_iter;
-  opt.epochs = c.epochs;
-  opt.dist_bucket_mb = c.dist_bucket_mb;
-  opt.dist_no_overlap = c.dist_no_overlap;
-  opt.host_seed = static_cast<uint64_t>(c.seed);
-  opt.print_freq = c.print_freq;
   TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   PretrainTask task(*model);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
@@ -266,15 +254,7 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
         {"decoder_attention_yaml", decoder_attention.yaml}, {"attention_overrides", c.attn_set}}},
       {"world_size", world},
       {"config", config_to_json(c, kPretrain)}};
-  std::optional<MetricsLog> metrics;
-  if (!c.output_dir.empty() && process.main_rank()) {
-    std::filesystem::create_directories(c.output_dir);
-    write_file_atomically(c.output_dir + "/config.json", config_to_json(c, kPretrain).dump(2) + "\n");
-  }
-  if (!c.log_dir.empty() && process.main_rank()) {
-    std::filesystem::create_directories(c.log_dir);
-    metrics.emplace(c.log_dir + "/metrics.jsonl");
-  }
+  std::optional<MetricsLog> metrics = open_run_outputs(c, kPretrain, process);
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     const EpochStats train = train_one_epoch(task, state, train_loader, epoch, process);
@@ -289,12 +269,8 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
                                  train.loss, train.lr, seconds)
                   << std::endl;
     if (metrics) metrics->append(record);
-    if (!c.output_dir.empty() && process.main_rank()) {
-      summary.checkpoint = c.output_dir + "/checkpoint.pt";
-      state.save_checkpoint(summary.checkpoint, epoch, metadata);
-      if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
-        state.save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch, metadata);
-    }
+    const std::string written = save_epoch_checkpoints(state, c, epoch, metadata, process);
+    if (!written.empty()) summary.checkpoint = written;
     if (summary.epochs_run == 0) summary.first_epoch_loss = train.loss;
     summary.train_loss = train.loss;
     summary.epochs_run++;

@@ -2,9 +2,12 @@
 
 #include <torch/cuda.h>
 
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/atomic_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::train {
@@ -66,6 +69,45 @@ data::TransformConfig transform_config(const TrainConfig& c, int64_t input_size,
   tc.re_count = c.recount;
   data::validate(tc);
   return tc;
+}
+
+OptimizationOptions optimization_options(const TrainConfig& c, int64_t world) {
+  OptimizationOptions o;
+  // MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
+  o.lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * c.accum_iter * world);
+  o.min_lr = c.min_lr;
+  o.warmup_epochs = c.warmup_epochs;
+  o.weight_decay = c.weight_decay;
+  o.opt_eps = c.opt_eps;
+  o.clip_grad = c.clip_grad;
+  o.accum_iter = c.accum_iter;
+  o.epochs = c.epochs;
+  o.dist_bucket_mb = c.dist_bucket_mb;
+  o.dist_no_overlap = c.dist_no_overlap;
+  o.host_seed = static_cast<uint64_t>(c.seed);
+  o.print_freq = c.print_freq;
+  return o;
+}
+
+std::optional<MetricsLog> open_run_outputs(const TrainConfig& c, unsigned command, const ProcessContext& process) {
+  if (!process.main_rank()) return std::nullopt;
+  if (!c.output_dir.empty()) {
+    std::filesystem::create_directories(c.output_dir);
+    write_file_atomically(c.output_dir + "/config.json", config_to_json(c, command).dump(2) + "\n");
+  }
+  if (c.log_dir.empty()) return std::nullopt;
+  std::filesystem::create_directories(c.log_dir);
+  return MetricsLog(c.log_dir + "/metrics.jsonl");
+}
+
+std::string save_epoch_checkpoints(const TrainState& state, const TrainConfig& c, int64_t epoch,
+                                   const nlohmann::json& metadata, const ProcessContext& process) {
+  if (c.output_dir.empty() || !process.main_rank()) return "";
+  const std::string path = c.output_dir + "/checkpoint.pt";
+  state.save_checkpoint(path, epoch, metadata);
+  if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
+    state.save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch, metadata);
+  return path;
 }
 
 }  // namespace sparsevit::train

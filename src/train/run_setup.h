@@ -3,13 +3,18 @@
 // the loader options of this process and the transform settings.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 #include <vector>
 
 #include "config/attention_spec.h"
 #include "data/data_loader.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
+#include "train/engine.h"
+#include "train/metrics_log.h"
 #include "train/process_context.h"
 #include "train/train_config.h"
 
@@ -38,5 +43,19 @@ data::LoaderOptions loader_options(const TrainConfig& config, const ProcessConte
 // Transform settings for the dataset at the model's input: --train_crop, colour jitter,
 // RandAugment and random erasing from the flags. Validated.
 data::TransformConfig transform_config(const TrainConfig& config, int64_t input_size, int64_t in_chans);
+
+// The engine options every pipeline takes from the flags: lr (from blr and the global batch
+// unless --lr), schedule, AdamW's decay and epsilon, clipping, accumulation, epochs, gradient
+// averaging, the host seed, progress lines. Pipelines add their own (betas, layer decay, EMA).
+OptimizationOptions optimization_options(const TrainConfig& config, int64_t world_size);
+
+// What a run writes before its first epoch (rank 0 only): output_dir/config.json with the fields
+// of `command`, and the metrics log in log_dir (nullopt when there is none to write).
+std::optional<MetricsLog> open_run_outputs(const TrainConfig& config, unsigned command, const ProcessContext& process);
+
+// After an epoch (rank 0, with an output_dir): checkpoint.pt, and checkpoint-<epoch>.pt every
+// --save_ckpt_freq epochs. Returns the path of checkpoint.pt ("" when nothing was written).
+std::string save_epoch_checkpoints(const TrainState& state, const TrainConfig& config, int64_t epoch,
+                                   const nlohmann::json& metadata, const ProcessContext& process);
 
 }  // namespace sparsevit::train
