@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <torch/nn/init.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -26,8 +27,15 @@ bool is_head(const std::string& name) { return name == "head.weight" || name == 
 
 }  // namespace
 
-PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& weights, const std::string& source) {
+PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& file_weights, const std::string& source) {
   PretrainedLoad report;
+  // A state dict saved from DistributedDataParallel carries "module." before every key.
+  NamedTensors weights = file_weights;
+  const bool ddp = !weights.empty() && std::all_of(weights.begin(), weights.end(), [](const auto& w) {
+    return w.first.rfind("module.", 0) == 0;
+  });
+  if (ddp)
+    for (auto& w : weights) w.first = w.first.substr(7);
   auto params = model.named_parameters(/*recurse=*/true);
   std::set<std::string> buffers;
   for (const auto& b : model.named_buffers(/*recurse=*/true)) buffers.insert(b.key());
