@@ -165,6 +165,26 @@ TEST_F(Distributed, TwoRanksMatchOneRankWithTheDoubledBatch) {
   EXPECT_LT(max_relative_difference(root_ / "plain" / "checkpoint.pt", root_ / "single" / "checkpoint.pt"), 1e-4);
 }
 
+// MAE pretraining data-parallel like finetune: the lr follows the global batch, rank 0 alone
+// writes and reports, the checkpoint resumes. (Each rank draws its own masks, as MAE's do, so the
+// run is not the single-process one with a doubled batch.)
+TEST_F(Distributed, PretrainRunsDataParallel) {
+  const std::string args = "pretrain --dataset mnist --data_path " + quote((root_ / "data").string()) +
+                           " --model mae_vit_nano_patch4_28 --blr 1e-2 --warmup_epochs 0 --min_lr 0 --threads 1"
+                           " --num_workers 1 --batch_size 8 --dist_timeout 30 --output_dir " +
+                           quote((root_ / "mae").string());
+  const Result pair = launch(2, args + " --epochs 1", "mae");
+  ASSERT_EQ(pair.exit_code, 0) << pair.describe();
+  const auto m = metrics(root_ / "mae");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(std::count(pair.out.begin(), pair.out.end(), '{'), 1) << pair.describe();
+  EXPECT_TRUE(fs::exists(root_ / "mae" / "checkpoint.pt"));
+  EXPECT_GT(nlohmann::json::parse(last_line(pair.out))["train_loss"].get<double>(), 0.0);
+  const Result resumed = launch(2, args + " --epochs 2 --resume " + quote((root_ / "mae" / "checkpoint.pt").string()), "mae");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_EQ(metrics(root_ / "mae").size(), 2u);
+}
+
 TEST_F(Distributed, ResumeAcrossWorldSizes) {
   // Straight: 1 process x 16 for 2 epochs. Then epoch 1 on 2 x 8 resumed on 1 x 16, and epoch
   // 1 on 1 x 16 resumed on 2 x 8 (rendezvous through a FileStore this time): the same run.
