@@ -1,125 +1,158 @@
 #include "weights/pth_file.h"
 
+#include <cstring>
+#include <memory>
+#include <set>
+
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
-#include <torch/serialize.h>
-
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include "util/atomic_file.h"
 #include "util/errors.h"
+#include "weights/printable.h"
 #include "weights/restricted_unpickler.h"
+#include "weights/zip_records.h"
 
 namespace sparsevit::weights {
 namespace {
 
-class MemoryReader : public caffe2::serialize::ReadAdapterInterface {
+// LibTorch's MemoryReadAdapter copies without a bounds check; this one clamps (and copies nothing
+// for n == 0, when miniz may pass a null buffer: found by fuzzing).
+class BoundedMemoryAdapter final : public caffe2::serialize::ReadAdapterInterface {
  public:
-  explicit MemoryReader(std::string_view bytes) : bytes_(bytes) {}
+  explicit BoundedMemoryAdapter(std::string_view bytes) : bytes_(bytes) {}
   size_t size() const override { return bytes_.size(); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char* = "") const override {
-    if (pos >= bytes_.size()) return 0;
-    const size_t count = std::min<uint64_t>(n, bytes_.size() - pos);
-    std::memcpy(buf, bytes_.data() + pos, count);
-    return count;
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (n == 0 || pos >= bytes_.size()) return 0;
+    n = std::min<uint64_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
   }
 
  private:
   std::string_view bytes_;
 };
 
-std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+std::string first_line(const char* what) {
+  std::string text(what);
+  const size_t newline = text.find('\n');
+  return newline == std::string::npos ? text : text.substr(0, newline);
+}
+
+c10::IValue parse_archive(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& in, const std::string& source) {
+  // Zip files start with "PK"; torch.save before 1.6 wrote a bare pickle (PROTO 0x80, then a magic number).
+  unsigned char magic[2] = {0, 0};
+  if (in->size() >= 2) in->read(0, magic, 2, "magic");
+  if (magic[0] == 0x80)
+    throw RuntimeError(source + ": legacy torch.save format; re-save it with torch >= 1.6");
+  if (!(magic[0] == 'P' && magic[1] == 'K'))
+    throw RuntimeError(source + ": not a torch.save file (no zip signature)");
+  try {
+    check_zip_record_sizes(*in, source);
+    caffe2::serialize::PyTorchStreamReader reader(in);
+    if (!reader.hasRecord("data.pkl"))
+      throw RuntimeError(source + ": zip archive without data.pkl (not a torch.save file)");
+    if (reader.hasRecord("byteorder")) {
+      const auto [data, size] = reader.getRecord("byteorder");
+      if (std::string(static_cast<const char*>(data.get()), size) != "little")
+        throw RuntimeError(source + ": big-endian torch.save files are not supported");
+    }
+    const auto [pickle, pickle_size] = reader.getRecord("data.pkl");
+    const StorageRecordLoader load = [&](const std::string& key) -> std::pair<at::DataPtr, size_t> {
+      const std::string name = "data/" + key;
+      if (!reader.hasRecord(name)) throw RuntimeError(source + ": storage record '" + printable(name) + "' is missing");
+      auto [data, size] = reader.getRecord(name);
+      return {std::move(data), size};
+    };
+    return restricted_unpickle(std::string_view(static_cast<const char*>(pickle.get()), pickle_size), load, source);
+  } catch (const RuntimeError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw RuntimeError(source + ": damaged torch.save archive: " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // e.g. std::stoull on a garbage version record
+    throw RuntimeError(source + ": damaged torch.save archive: " + first_line(e.what()));
+  }
+}
+
+bool is_tensor_dict(const c10::IValue& v) {
+  if (!v.isGenericDict()) return false;
+  for (const auto& entry : v.toGenericDict())
+    if (!entry.key().isString() || !entry.value().isTensor()) return false;
+  return true;
+}
+
+std::string top_level_keys(const c10::IValue& root) {
+  std::string keys;
+  for (const auto& entry : root.toGenericDict()) {
+    if (!keys.empty()) keys += ", ";
+    keys += entry.key().isString() ? "'" + printable(entry.key().toStringRef()) + "'" : std::to_string(entry.key().toInt());
+    if (keys.size() > 200) return keys + ", ...";
+  }
+  return keys.empty() ? "none" : keys;
+}
 
 }  // namespace
 
 c10::IValue parse_pth(std::string_view bytes, const std::string& source) {
-  if (bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x80)
-    throw RuntimeError(source + ": legacy torch.save format (before PyTorch 1.6); re-save it with torch.save in PyTorch >= 1.6");
-  if (bytes.size() < 4 || std::memcmp(bytes.data(), "PK\x03\x04", 4) != 0)
-    throw RuntimeError(source + ": not a torch.save file (no zip signature)");
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<MemoryReader>(bytes));
-    if (!reader.hasRecord("data.pkl")) throw RuntimeError(source + ": the archive has no data.pkl (not a torch.save file)");
-    const auto [pickle, pickle_size] = reader.getRecord("data.pkl");
-    const StorageLoader storages = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
-      const std::string record = "data/" + key;
-      if (key.empty() || key.find('/') != std::string::npos || !reader.hasRecord(record))
-        throw RuntimeError(source + ": storage '" + key + "' is missing from the archive");
-      const uint64_t expected = static_cast<uint64_t>(numel) * at::elementSize(dtype);
-      if (expected > bytes.size()) throw RuntimeError(source + ": storage '" + key + "' is larger than the file");
-      auto [data, size] = reader.getRecord(record);
-      if (size != expected)
-        throw RuntimeError(source + ": storage '" + key + "' holds " + std::to_string(size) + " bytes, its tensors need " +
-                           std::to_string(expected));
-      at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
-      if (size > 0) std::memcpy(storage.data_ptr(), data.get(), size);
-      return storage;
-    };
-    return restricted_unpickle(std::string_view(static_cast<const char*>(pickle.get()), pickle_size), storages, source);
-  } catch (const c10::Error& e) {
-    throw RuntimeError(source + ": not a readable torch.save archive: " + first_line(e.what_without_backtrace()));
-  }
+  return parse_archive(std::make_shared<BoundedMemoryAdapter>(bytes), source);
 }
 
 c10::IValue read_pth(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
-  return parse_pth(bytes, path);
+  std::shared_ptr<caffe2::serialize::ReadAdapterInterface> file;
+  try {
+    file = std::make_shared<caffe2::serialize::FileAdapter>(path);
+  } catch (const std::exception& e) {
+    throw RuntimeError(path + ": cannot open: " + first_line(e.what()));
+  }
+  return parse_archive(file, path);
 }
 
-train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& source) {
-  auto tensor_dict = [](const c10::IValue& v) {
-    if (!v.isGenericDict()) return false;
-    bool any_tensor = false;
-    for (const auto& kv : v.toGenericDict()) {
-      if (!kv.key().isString()) return false;
-      any_tensor |= kv.value().isTensor();
-    }
-    return any_tensor;
-  };
+train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path) {
+  if (!root.isGenericDict())
+    throw RuntimeError(path + ": holds a " + root.tagKind() + ", not a dict of tensors");
   c10::IValue chosen;
-  if (tensor_dict(root)) {
+  std::string chosen_key;
+  if (is_tensor_dict(root)) {
     chosen = root;
-  } else if (root.isGenericDict()) {
+  } else {
+    // MAE and DeiT keep the weights under "model", timm training scripts under "state_dict"...
     const auto dict = root.toGenericDict();
-    for (const char* key : {"model", "state_dict", "model_ema", "module"}) {
-      const auto it = dict.find(c10::IValue(std::string(key)));
-      if (it != dict.end() && tensor_dict(it->value())) {
-        chosen = it->value();
+    for (const char* key : {"model", "state_dict", "model_ema", "state_dict_ema", "module", "net"}) {
+      const auto found = dict.find(c10::IValue(std::string(key)));
+      if (found != dict.end() && found->value().isGenericDict()) {
+        chosen = found->value();
+        chosen_key = key;
         break;
       }
     }
-    if (chosen.isNone()) {
-      std::string keys;
-      for (const auto& kv : dict) keys += (keys.empty() ? "" : ", ") + (kv.key().isString() ? kv.key().toStringRef() : "?");
-      throw RuntimeError(source + ": no state dict of tensors at the top level or under model / state_dict / model_ema "
-                                  "(top-level keys: " + keys + ")");
-    }
-  } else {
-    throw RuntimeError(source + ": holds a " + root.tagKind() + ", not a dict of tensors");
   }
-  train::NamedTensors out;
-  for (const auto& kv : chosen.toGenericDict()) {
-    if (!kv.value().isTensor())
-      throw RuntimeError(source + ": '" + kv.key().toStringRef() + "' is a " + kv.value().tagKind() + ", not a tensor");
-    out.emplace_back(kv.key().toStringRef(), kv.value().toTensor());
+  if (!chosen.isGenericDict())
+    throw RuntimeError(path + ": no state dict found: the top level is not a dict of tensors and has none of the "
+                       "keys 'model', 'state_dict', 'model_ema', 'state_dict_ema', 'module', 'net' (its keys: " +
+                       top_level_keys(root) + ")");
+  const std::string where = chosen_key.empty() ? path + ": " : path + ": under '" + chosen_key + "': ";
+  train::NamedTensors tensors;
+  for (const auto& entry : chosen.toGenericDict()) {
+    if (!entry.key().isString()) throw RuntimeError(where + "a key is not a string");
+    if (!entry.value().isTensor())
+      throw RuntimeError(where + "'" + printable(entry.key().toStringRef()) + "' is a " + entry.value().tagKind() + ", not a tensor");
+    tensors.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
   }
-  return out;
+  return tensors;
 }
 
 void write_pth(const std::string& path, const train::NamedTensors& tensors) {
   c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, t] : tensors) {
-    if (dict.contains(name)) throw UsageError(path + ": tensor '" + name + "' appears twice");
-    dict.insert(name, t.detach().to(at::kCPU).contiguous());
+  for (const auto& [name, tensor] : tensors) {
+    if (!tensor.defined()) throw UsageError(path + ": tensor '" + printable(name) + "' is undefined");
+    if (dict.contains(name)) throw UsageError(path + ": tensor '" + printable(name) + "' appears twice");
+    dict.insert(name, tensor.detach().to(at::kCPU).contiguous());
   }
-  const std::vector<char> bytes = torch::pickle_save(dict);
+  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
   write_file_atomically(path, std::string_view(bytes.data(), bytes.size()));
 }
 

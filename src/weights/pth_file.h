@@ -1,29 +1,32 @@
-// PyTorch's torch.save files (zip format, torch >= 1.6): read through the restricted unpickler
-// (nothing in the file is executed) and written through LibTorch's pickler, which Python's
-// torch.load reads.
+// torch.save files (.pth / .pt, the zip format of torch >= 1.6): `<archive>/data.pkl` holds the
+// pickled object, `<archive>/data/<key>` the raw bytes of each storage. Read with LibTorch's zip
+// reader and our restricted unpickler (weights/restricted_unpickler.h), so loading a file runs no
+// code from it: objects other than tensors, dicts, lists, tuples, numbers and strings are refused.
+// Written with torch::pickle_save, which Python's torch.load reads.
 #pragma once
-
-#include <ATen/core/ivalue.h>
 
 #include <string>
 #include <string_view>
+
+#include <ATen/core/ivalue.h>
 
 #include "train/named_tensors.h"
 
 namespace sparsevit::weights {
 
-// The object a .pth file holds (dicts, lists, tuples, tensors, numbers, strings, None).
-// RuntimeError "<source>: ..." for a legacy (pre-1.6) file, a broken zip, a missing data.pkl or
-// storage record, a storage of the wrong size, or anything the restricted unpickler refuses.
+// The unpickled object of a whole .pth file held in `bytes`; errors are RuntimeError("<source>: why")
+// (legacy pre-1.6 files, foreign or damaged archives, refused globals, bad storages).
 c10::IValue parse_pth(std::string_view bytes, const std::string& source);
 c10::IValue read_pth(const std::string& path);
 
-// The state dict inside: the root when it maps names to tensors, else the first of "model"
-// (MAE), "state_dict", "model_ema", "module" that does. RuntimeError naming the top-level keys
-// when none does, or naming a key whose value is not a tensor.
-train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& source);
+// The state dict inside an unpickled .pth: the root when it is a dict of string -> tensor, else the
+// first of root["model"] (MAE), ["state_dict"], ["model_ema"], ["module"], ["net"] that is one.
+// RuntimeError naming the top-level keys when none is; naming the key when the chosen dict maps a
+// name to something other than a tensor.
+train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path);
 
-// torch.save-compatible zip of {name: tensor} (contiguous CPU copies), written atomically.
+// A dict of name -> tensor (made contiguous and moved to the CPU), atomically. UsageError on a
+// duplicate name or an undefined tensor.
 void write_pth(const std::string& path, const train::NamedTensors& tensors);
 
 }  // namespace sparsevit::weights

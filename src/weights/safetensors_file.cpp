@@ -1,147 +1,237 @@
 #include "weights/safetensors_file.h"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <limits>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "util/atomic_file.h"
 #include "util/errors.h"
+#include "weights/file_bytes.h"
+#include "weights/printable.h"
 
 namespace sparsevit::weights {
 namespace {
 
-constexpr uint64_t kMaxHeader = 100u << 20;
+constexpr size_t kMaxDims = 64;
+constexpr int kMaxJsonDepth = 64;  // a valid header nests 3 deep; bounds the JSON parser's recursion
 
 struct DtypeName {
   const char* name;
   at::ScalarType type;
 };
-const DtypeName kDtypes[] = {{"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf},  {"BF16", at::kBFloat16},
-                             {"I64", at::kLong},   {"I32", at::kInt},   {"I16", at::kShort}, {"I8", at::kChar},
-                             {"U8", at::kByte},    {"BOOL", at::kBool}};
+constexpr DtypeName kDtypes[] = {
+    {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf},  {"BF16", at::kBFloat16}, {"I64", at::kLong},
+    {"I32", at::kInt},    {"I16", at::kShort}, {"I8", at::kChar},   {"U8", at::kByte},        {"BOOL", at::kBool},
+};
 
-uint64_t read_le64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
+const char* dtype_name(at::ScalarType type) {
+  for (const auto& d : kDtypes)
+    if (d.type == type) return d.name;
+  return nullptr;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError(path + ": cannot open");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Entry as declared in the header, checked against the buffer before any copy.
+struct Entry {
+  std::string name;
+  at::ScalarType type;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;
+};
+
+// Depth of [ and { outside strings: the check runs before the JSON parser sees the text.
+int json_nesting_depth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > kMaxJsonDepth) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+Entry parse_entry(const std::string& name, const nlohmann::json& value, const std::string& source) {
+  const std::string where = source + ": tensor '" + printable(name) + "'";
+  if (!value.is_object()) throw RuntimeError(where + ": entry is not a JSON object");
+  for (const char* field : {"dtype", "shape", "data_offsets"})
+    if (!value.contains(field)) throw RuntimeError(where + ": entry has no \"" + field + "\"");
+  Entry entry;
+  entry.name = name;
+  const auto& dtype = value["dtype"];
+  if (!dtype.is_string()) throw RuntimeError(where + ": \"dtype\" is not a string");
+  const std::string dtype_text = dtype.get<std::string>();
+  const auto* found = std::find_if(std::begin(kDtypes), std::end(kDtypes),
+                                   [&](const DtypeName& d) { return dtype_text == d.name; });
+  if (found == std::end(kDtypes))
+    throw RuntimeError(where + ": unsupported dtype '" + printable(dtype_text) +
+                       "' (supported: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL)");
+  entry.type = found->type;
+
+  const auto& shape = value["shape"];
+  if (!shape.is_array()) throw RuntimeError(where + ": \"shape\" is not an array");
+  if (shape.size() > kMaxDims) throw RuntimeError(where + ": more than 64 dimensions");
+  // The product of the non-zero dimensions must fit too: LibTorch multiplies them all, zeros or not.
+  uint64_t product = 1;
+  bool has_zero = false;
+  for (const auto& dim : shape) {
+    if (!dim.is_number_integer()) throw RuntimeError(where + ": \"shape\" holds a non-integer");
+    if (!dim.is_number_unsigned()) throw RuntimeError(where + ": \"shape\" holds a negative dimension");
+    const uint64_t d = dim.get<uint64_t>();
+    entry.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(d, INT64_MAX)));
+    if (d == 0) has_zero = true;
+    else if (product > static_cast<uint64_t>(INT64_MAX) / d)
+      throw RuntimeError(where + ": the shape's element count overflows");
+    else product *= d;
+  }
+  const uint64_t numel = has_zero ? 0 : product;
+  const uint64_t itemsize = c10::elementSize(entry.type);
+  if (product > static_cast<uint64_t>(INT64_MAX) / itemsize) throw RuntimeError(where + ": the shape's element count overflows");
+
+  const auto& offsets = value["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned())
+    throw RuntimeError(where + ": \"data_offsets\" is not [begin, end] of non-negative integers");
+  entry.begin = offsets[0].get<uint64_t>();
+  entry.end = offsets[1].get<uint64_t>();
+  if (entry.begin > entry.end)
+    throw RuntimeError(where + ": data_offsets [" + std::to_string(entry.begin) + ", " +
+                       std::to_string(entry.end) + "] end before begin");
+  if (entry.end - entry.begin != numel * itemsize)
+    throw RuntimeError(where + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
+                       " bytes, shape and dtype need " + std::to_string(numel * itemsize));
+  return entry;
 }
 
 }  // namespace
 
 SafetensorsContents parse_safetensors(std::string_view bytes, const std::string& source) {
-  auto fail = [&](const std::string& why) { return RuntimeError(source + ": not a valid safetensors file: " + why); };
-  if (bytes.size() < 8) throw fail("shorter than its 8-byte header length");
-  const uint64_t header_len = read_le64(bytes.data());
-  if (header_len > kMaxHeader) throw fail("header length " + std::to_string(header_len) + " is over 100 MB");
-  if (header_len > bytes.size() - 8) throw fail("header length " + std::to_string(header_len) + " runs past the end of the file");
-  const nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_len), nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) throw fail("the header is not a JSON object");
-  const std::string_view data = bytes.substr(8 + header_len);
+  if (bytes.size() < 8)
+    throw RuntimeError(source + ": not a safetensors file: " + std::to_string(bytes.size()) +
+                       " bytes, shorter than the 8-byte header length");
+  uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | static_cast<unsigned char>(bytes[i]);
+  if (header_size > kMaxSafetensorsHeaderBytes)
+    throw RuntimeError(source + ": header length " + std::to_string(header_size) + " exceeds the 100 MB limit");
+  if (header_size > bytes.size() - 8)
+    throw RuntimeError(source + ": header length " + std::to_string(header_size) + " runs past the end of the " +
+                       std::to_string(bytes.size()) + "-byte file (truncated?)");
+  const std::string_view header = bytes.substr(8, header_size);
+  const std::string_view buffer = bytes.substr(8 + header_size);
 
-  struct Entry {
-    std::string name;
-    at::ScalarType type;
-    std::vector<int64_t> shape;
-    uint64_t begin, end;
+  if (json_nesting_depth(header) > kMaxJsonDepth) throw RuntimeError(source + ": header JSON nests too deep");
+  // Duplicate top-level names are an error; nlohmann would silently keep the last.
+  std::set<std::string> seen;
+  std::string duplicate;
+  const auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty() &&
+        !seen.insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
   };
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(header.begin(), header.end(), callback);
+  } catch (const nlohmann::json::exception& e) {
+    throw RuntimeError(source + ": header is not valid JSON (" + e.what() + ")");
+  }
+  if (!duplicate.empty()) throw RuntimeError(source + ": tensor '" + printable(duplicate) + "' appears twice in the header");
+  if (!root.is_object()) throw RuntimeError(source + ": header is not a JSON object");
+
+  SafetensorsContents contents;
   std::vector<Entry> entries;
-  SafetensorsContents out;
-  for (const auto& [name, info] : header.items()) {
+  for (const auto& [name, value] : root.items()) {
     if (name == "__metadata__") {
-      if (!info.is_object()) throw fail("__metadata__ is not an object");
-      for (const auto& [k, v] : info.items()) {
-        if (!v.is_string()) throw fail("__metadata__ value of '" + k + "' is not a string");
-        out.metadata[k] = v.get<std::string>();
+      if (!value.is_object()) throw RuntimeError(source + ": \"__metadata__\" is not a JSON object");
+      for (const auto& [key, text] : value.items()) {
+        if (!text.is_string())
+          throw RuntimeError(source + ": \"__metadata__\" value of '" + printable(key) + "' is not a string");
+        contents.metadata[key] = text.get<std::string>();
       }
       continue;
     }
-    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
-      throw fail("entry '" + name + "' needs dtype, shape and data_offsets");
-    const auto& dtype = info["dtype"];
-    if (!dtype.is_string()) throw fail("entry '" + name + "': dtype is not a string");
-    Entry e{name, at::kFloat, {}, 0, 0};
-    bool known = false;
-    for (const auto& d : kDtypes)
-      if (dtype.get<std::string>() == d.name) e.type = d.type, known = true;
-    if (!known) throw fail("entry '" + name + "': unsupported dtype '" + dtype.get<std::string>() + "'");
-    const auto& shape = info["shape"];
-    if (!shape.is_array() || shape.size() > 64) throw fail("entry '" + name + "': shape is not a list of sizes");
-    uint64_t numel = 1;
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) throw fail("entry '" + name + "': shape holds a non-size value");
-      const uint64_t v = d.get<uint64_t>();
-      if (v > (uint64_t{1} << 48) || (v > 0 && numel > (uint64_t{1} << 48) / v)) throw fail("entry '" + name + "': shape too large");
-      numel *= v;
-      e.shape.push_back(static_cast<int64_t>(v));
+    entries.push_back(parse_entry(name, value, source));
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.end > buffer.size())
+      throw RuntimeError(source + ": tensor '" + printable(e.name) + "' data_offsets [" + std::to_string(e.begin) + ", " +
+                         std::to_string(e.end) + "] run past the " + std::to_string(buffer.size()) +
+                         "-byte data buffer (truncated?)");
+    if (i > 0 && e.begin < entries[i - 1].end)
+      throw RuntimeError(source + ": tensors '" + printable(entries[i - 1].name) + "' and '" + printable(e.name) + "' overlap in the data buffer");
+  }
+  contents.tensors.reserve(entries.size());
+  for (const Entry& e : entries) {
+    at::Tensor tensor = at::empty(e.shape, at::TensorOptions().dtype(e.type));
+    const char* data = buffer.data() + e.begin;
+    const size_t nbytes = e.end - e.begin;
+    if (e.type == at::kBool) {
+      // A bool byte other than 0/1 is undefined behaviour for every later operation on it.
+      for (size_t i = 0; i < nbytes; ++i)
+        if (static_cast<unsigned char>(data[i]) > 1)
+          throw RuntimeError(source + ": BOOL tensor '" + printable(e.name) + "' holds a byte other than 0 or 1");
     }
-    const auto& offsets = info["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-      throw fail("entry '" + name + "': data_offsets is not [begin, end]");
-    e.begin = offsets[0].get<uint64_t>();
-    e.end = offsets[1].get<uint64_t>();
-    if (e.begin > e.end || e.end > data.size())
-      throw fail("entry '" + name + "': data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                 "] outside the " + std::to_string(data.size()) + "-byte data");
-    if (e.end - e.begin != numel * at::elementSize(e.type))
-      throw fail("entry '" + name + "': " + std::to_string(e.end - e.begin) + " bytes for " + std::to_string(numel) +
-                 " elements of " + dtype.get<std::string>());
-    entries.push_back(std::move(e));
+    if (nbytes > 0) std::memcpy(tensor.data_ptr(), data, nbytes);
+    contents.tensors.emplace_back(e.name, std::move(tensor));
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
-  for (std::size_t i = 1; i < entries.size(); ++i)
-    if (entries[i].begin < entries[i - 1].end && entries[i - 1].end > entries[i - 1].begin)
-      throw fail("entries '" + entries[i - 1].name + "' and '" + entries[i].name + "' overlap");
-  for (const auto& e : entries) {
-    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.type));
-    if (e.end > e.begin) std::memcpy(t.data_ptr(), data.data() + e.begin, e.end - e.begin);  // little-endian host
-    out.tensors.emplace_back(e.name, std::move(t));
-  }
-  return out;
+  return contents;
 }
 
-SafetensorsContents read_safetensors(const std::string& path) { return parse_safetensors(read_all(path), path); }
+SafetensorsContents read_safetensors(const std::string& path) {
+  return parse_safetensors(read_file_bytes(path), path);
+}
 
 void write_safetensors(const std::string& path, const train::NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> names;
-  std::vector<at::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    if (!names.insert(name).second) throw UsageError(path + ": tensor '" + name + "' appears twice");
-    const char* dtype = nullptr;
-    for (const auto& d : kDtypes)
-      if (d.type == tensor.scalar_type()) dtype = d.name;
-    if (dtype == nullptr) throw UsageError(path + ": tensor '" + name + "' has a dtype safetensors cannot hold");
-    const at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
-    const uint64_t size = static_cast<uint64_t>(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + size}}};
-    offset += size;
-    data.push_back(t);
+    const std::string where = path + ": tensor '" + printable(name) + "'";
+    if (name.empty()) throw UsageError(path + ": a tensor has an empty name");
+    if (name == "__metadata__") throw UsageError(where + ": the name is reserved for metadata");
+    if (!names.insert(name).second) throw UsageError(where + " appears twice");
+    if (!tensor.defined()) throw UsageError(where + " is undefined");
+    if (!tensor.device().is_cpu()) throw UsageError(where + " is on " + tensor.device().str() + "; move it to the CPU first");
+    if (tensor.layout() != at::kStrided) throw UsageError(where + " is not a dense tensor");
+    const char* dtype = dtype_name(tensor.scalar_type());
+    if (dtype == nullptr)
+      throw UsageError(where + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
+                       ", which safetensors files here do not hold");
+    const uint64_t nbytes = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
+    header[name] = {{"dtype", dtype}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + nbytes}}};
+    offset += nbytes;
   }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::string bytes(8, '\0');
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((static_cast<uint64_t>(text.size()) >> (8 * i)) & 0xff);
-  bytes += text;
-  bytes.reserve(bytes.size() + offset);
-  for (const auto& t : data) bytes.append(static_cast<const char*>(t.data_ptr()), static_cast<std::size_t>(t.numel() * t.element_size()));
-  write_file_atomically(path, bytes);
+  std::string header_text = header.dump();
+  header_text.append((8 - header_text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((static_cast<uint64_t>(header_text.size()) >> (8 * i)) & 0xff);
+
+  AtomicFile file(path);
+  file.write(length, 8);
+  file.write(header_text);
+  for (const auto& entry : tensors) {
+    const at::Tensor data = entry.second.contiguous();
+    if (data.numel() > 0) file.write(data.data_ptr(), static_cast<size_t>(data.numel()) * data.element_size());
+  }
+  file.commit();
 }
 
 }  // namespace sparsevit::weights

@@ -1,6 +1,9 @@
-// safetensors (the format timm and Hugging Face publish): an 8-byte little-endian header length,
-// a JSON header {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}},
-// then the tensors' bytes. Read with every field checked; written atomically.
+// safetensors (https://github.com/huggingface/safetensors), the format timm publishes: an 8-byte
+// little-endian header length N, N bytes of JSON ({"name": {"dtype", "shape", "data_offsets"}},
+// optional "__metadata__": string -> string), then the data buffer the offsets index.
+// Reading copies every tensor out of the buffer (contiguous CPU tensors owning their memory) and
+// checks every field first, so a hostile or damaged file is a one-line RuntimeError, never a crash
+// or an out-of-bounds read. Data is little-endian (the format's rule; every supported host is).
 #pragma once
 
 #include <map>
@@ -12,20 +15,22 @@
 namespace sparsevit::weights {
 
 struct SafetensorsContents {
-  train::NamedTensors tensors;                // in the file's data order, contiguous CPU copies
-  std::map<std::string, std::string> metadata;  // "__metadata__"
+  train::NamedTensors tensors;                  // in the file's data order (by begin offset)
+  std::map<std::string, std::string> metadata;  // "__metadata__", empty when absent
 };
 
-// Parses a whole file's bytes; RuntimeError "<source>: <reason>" on anything malformed: short
-// file, header length beyond the file or over 100 MB, header not a JSON object, a missing or
-// mistyped field, an unknown dtype, a shape whose size overflows, offsets out of order, outside
-// the data or not matching the shape, overlapping tensors, duplicate names.
+// Limits: a header of at most 100 MB, at most 64 dimensions per tensor.
+constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100ull * 1000 * 1000;
+
+// `bytes` is a whole file; errors are RuntimeError("<source>: why").
 SafetensorsContents parse_safetensors(std::string_view bytes, const std::string& source);
+
+// Reads and parses `path` (a missing or unreadable file is a RuntimeError naming it).
 SafetensorsContents read_safetensors(const std::string& path);
 
-// Writes tensors (CPU; F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL) with `metadata`, header padded
-// with spaces to a multiple of 8 bytes as the reference writer does. UsageError for an unsupported
-// dtype or a duplicate name.
+// Writes `tensors` (CPU, supported dtype, unique non-empty names) in the given order, with a
+// space-padded header whose length is a multiple of 8, as the reference writer does. Atomic
+// (util/atomic_file.h). UsageError for tensors it cannot represent; RuntimeError on I/O failure.
 void write_safetensors(const std::string& path, const train::NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

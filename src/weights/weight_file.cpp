@@ -1,5 +1,8 @@
 #include "weights/weight_file.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -10,44 +13,59 @@
 
 namespace sparsevit::weights {
 
+const char* weight_format_name(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::safetensors: return "safetensors";
+    case WeightFormat::pth: return "pth";
+    case WeightFormat::checkpoint: return "checkpoint";
+  }
+  return "?";
+}
+
 WeightFormat detect_weight_format(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError(path + ": cannot open");
-  char head[9] = {};
-  in.read(head, 9);
+  if (!in) throw RuntimeError(path + ": cannot open: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  unsigned char head[9] = {};
+  in.read(reinterpret_cast<char*>(head), 9);
   const std::streamsize got = in.gcount();
   if (got >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0) return WeightFormat::pth;
   if (got >= 8 && std::memcmp(head, "SVCKPT01", 8) == 0) return WeightFormat::checkpoint;
-  if (got == 9 && head[8] == '{') return WeightFormat::safetensors;
-  if (got >= 1 && static_cast<uint8_t>(head[0]) == 0x80) return WeightFormat::pth;  // legacy torch.save: clear error later
-  throw RuntimeError(path + ": not a weight file sparsevit reads (safetensors, torch.save .pth or a sparsevit checkpoint)");
-}
-
-WeightFormat parse_weight_format_name(const std::string& name) {
-  if (name == "safetensors") return WeightFormat::safetensors;
-  if (name == "pth") return WeightFormat::pth;
-  throw UsageError("unknown weight format '" + name + "' (safetensors or pth)");
+  if (got == 9) {
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = (header << 8) | head[i];
+    if (head[8] == '{' && header >= 2 && header <= static_cast<uint64_t>(size) - 8) return WeightFormat::safetensors;
+  }
+  if (got >= 1 && head[0] == 0x80)
+    throw RuntimeError(path + ": legacy torch.save format; re-save it with torch >= 1.6");
+  throw RuntimeError(path + ": not a weight file: neither safetensors, a torch.save zip (.pth) nor a sparsevit checkpoint");
 }
 
 train::NamedTensors read_weight_file(const std::string& path) {
   switch (detect_weight_format(path)) {
-    case WeightFormat::pth:
-      return state_dict_from_pth(read_pth(path), path);
-    case WeightFormat::checkpoint:
-      return train::LoadedCheckpoint(path).model_tensors();
-    case WeightFormat::safetensors:
-      return read_safetensors(path).tensors;
+    case WeightFormat::safetensors: return read_safetensors(path).tensors;
+    case WeightFormat::pth: return state_dict_from_pth(read_pth(path), path);
+    case WeightFormat::checkpoint: return train::LoadedCheckpoint(path).model_tensors();
   }
-  return {};
+  throw RuntimeError(path + ": unknown weight format");
+}
+
+WeightFormat parse_weight_format_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "safetensors") return WeightFormat::safetensors;
+  if (lower == "pth") return WeightFormat::pth;
+  throw UsageError("unknown weight format '" + name + "' (expected safetensors or pth)");
 }
 
 void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format) {
-  if (format == WeightFormat::safetensors) {
-    write_safetensors(path, tensors, {{"format", "pt"}});
-  } else if (format == WeightFormat::pth) {
-    write_pth(path, tensors);
-  } else {
-    throw UsageError("export writes safetensors or pth");
+  switch (format) {
+    case WeightFormat::safetensors: write_safetensors(path, tensors); return;
+    case WeightFormat::pth: write_pth(path, tensors); return;
+    case WeightFormat::checkpoint:
+      throw UsageError(path + ": checkpoints are written by training (train::save_checkpoint), not from bare tensors");
   }
 }
 

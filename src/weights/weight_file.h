@@ -1,5 +1,5 @@
-// One entry point for weight files: safetensors, torch.save .pth, or a sparsevit checkpoint,
-// told apart by their first bytes.
+// One entry point for weights, whatever the file: safetensors (timm), torch.save .pth (MAE, DeiT,
+// torchvision) or sparsevit's own checkpoint, told apart by their first bytes, not their names.
 #pragma once
 
 #include <string>
@@ -10,16 +10,23 @@ namespace sparsevit::weights {
 
 enum class WeightFormat { safetensors, pth, checkpoint };
 
-// By magic bytes: "PK\3\4" -> pth, "SVCKPT01" -> checkpoint, a plausible 8-byte header length
-// followed by '{' -> safetensors. RuntimeError naming the file and the three formats otherwise.
+// "safetensors", "pth", "checkpoint".
+const char* weight_format_name(WeightFormat format);
+
+// By magic bytes: "PK\x03\x04" (zip) -> pth, "SVCKPT01" -> checkpoint, an 8-byte header length
+// that fits the file followed by '{' -> safetensors. RuntimeError otherwise (naming the three formats,
+// and the legacy pre-1.6 torch.save format when that is what it is).
 WeightFormat detect_weight_format(const std::string& path);
-// "safetensors" | "pth" (UsageError otherwise).
+
+// The model's tensors from any of the three formats (a .pth's state dict is found as
+// state_dict_from_pth describes; a checkpoint gives LoadedCheckpoint::model_tensors()).
+train::NamedTensors read_weight_file(const std::string& path);
+
+// "safetensors" or "pth" (case-insensitive); UsageError otherwise. Checkpoints are written by
+// train::save_checkpoint, which needs more than tensors.
 WeightFormat parse_weight_format_name(const std::string& name);
 
-// The file's tensors by name (a .pth's state dict as state_dict_from_pth finds it; a
-// checkpoint's model tensors).
-train::NamedTensors read_weight_file(const std::string& path);
-// safetensors or pth, atomically.
+// UsageError for WeightFormat::checkpoint.
 void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format);
 
 }  // namespace sparsevit::weights

@@ -1,6 +1,5 @@
-// torch.save .pth files through LibTorch's zip reader and our restricted unpickler: any bytes give
-// a value tree of allowed types or sparsevit::RuntimeError; nothing is executed and nothing
-// crashes. Seeds are PyTorch-written files (tests/weights/fixtures).
+// torch.save zip files: weights::parse_pth (zip directory check, LibTorch's zip reader, our
+// restricted unpickler) then state_dict_from_pth; the result is tensors or sparsevit::RuntimeError.
 #include <cstdint>
 #include <string_view>
 
@@ -10,8 +9,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const c10::IValue root =
-        sparsevit::weights::parse_pth(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.pth");
-    sparsevit::weights::state_dict_from_pth(root, "fuzz.pth");
+        sparsevit::weights::parse_pth(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+    for (const auto& entry : sparsevit::weights::state_dict_from_pth(root, "fuzz")) (void)entry.second.sum();
   } catch (const sparsevit::RuntimeError&) {
   }
   return 0;

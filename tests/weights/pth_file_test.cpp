@@ -1,127 +1,104 @@
-// torch.save files made by PyTorch itself (tests/weights/make_weight_fixtures.py): state dicts,
-// MAE's layout, shared-storage views, every dtype, parameters; and the files that must be refused
-// without running anything (argparse.Namespace, an object whose __reduce__ calls os.system).
+// torch.save files: what Python's torch.save wrote reads back exactly (state_dict with _metadata,
+// MAE checkpoints, views sharing storage, parameters, every dtype); code-running or foreign objects
+// are refused without running; damaged archives are one-line RuntimeErrors.
 #include "weights/pth_file.h"
 
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "util/errors.h"
-#include "weights/weight_file.h"
+#include "weights_test_support.h"
 
 namespace sparsevit::weights {
 namespace {
 
-const std::string kFixtures = std::string(SPARSEVIT_SOURCE_DIR) + "/tests/weights/fixtures/";
+using testing::expect_matches_fixture;
+using testing::fixture;
 
-nlohmann::json expected() {
-  std::ifstream in(kFixtures + "expected.json");
-  return nlohmann::json::parse(in);
+train::NamedTensors load_state_dict(const std::string& name) {
+  return state_dict_from_pth(read_pth(fixture(name)), fixture(name));
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+TEST(Pth, ReadsAPlainStateDictWithMetadata) {
+  expect_matches_fixture(load_state_dict("state_dict.pth"), "state_dict.expected.json");
 }
 
-// Every tensor of `file` as the fixture script recorded it (shape, dtype, exact values).
-void expect_fixture_values(const train::NamedTensors& tensors, const std::string& file) {
-  const nlohmann::json want = expected().at(file);
-  ASSERT_EQ(tensors.size(), want.size()) << file;
-  for (const auto& [name, t] : tensors) {
-    SCOPED_TRACE(file + ": " + name);
-    ASSERT_TRUE(want.contains(name));
-    const auto& w = want[name];
-    EXPECT_EQ(t.sizes().vec(), w["shape"].get<std::vector<int64_t>>());
-    const at::Tensor flat = t.to(at::kDouble).flatten().contiguous();
-    const auto values = w["values"].get<std::vector<double>>();
-    ASSERT_EQ(flat.numel(), static_cast<int64_t>(values.size()));
-    for (std::size_t i = 0; i < values.size(); ++i) EXPECT_EQ(flat[static_cast<int64_t>(i)].item<double>(), values[i]);
-  }
+TEST(Pth, FindsTheModelInsideAnMaeCheckpoint) {
+  const c10::IValue root = read_pth(fixture("mae_checkpoint.pth"));
+  ASSERT_TRUE(root.isGenericDict());
+  EXPECT_EQ(root.toGenericDict().at(std::string("epoch")).toInt(), 3);
+  EXPECT_EQ(root.toGenericDict().at(std::string("scaler")).toGenericDict().at(std::string("scale")).toDouble(), 65536.0);
+  expect_matches_fixture(state_dict_from_pth(root, "m"), "mae_checkpoint.expected.json");
 }
 
-TEST(PthFile, StateDictWithMetadataAndMaeLayout) {
-  expect_fixture_values(state_dict_from_pth(read_pth(kFixtures + "state_dict.pth"), "x"), "state_dict.pth");
-  const c10::IValue mae = read_pth(kFixtures + "mae_layout.pth");
-  ASSERT_TRUE(mae.isGenericDict());
-  EXPECT_EQ(mae.toGenericDict().at("epoch").toInt(), 3);
-  EXPECT_EQ(mae.toGenericDict().at("note").toStringRef(), "mae");
-  expect_fixture_values(state_dict_from_pth(mae, "x"), "mae_layout.pth");
-  expect_fixture_values(read_weight_file(kFixtures + "mae_layout.pth"), "mae_layout.pth");
+TEST(Pth, ViewsSharingOneStorageAndEveryDtypeComeBackExactly) {
+  expect_matches_fixture(load_state_dict("views.pth"), "views.expected.json");
 }
 
-TEST(PthFile, ViewsDtypesParametersAndScalars) {
-  const train::NamedTensors t = state_dict_from_pth(read_pth(kFixtures + "mixed.pth"), "x");
-  expect_fixture_values(t, "mixed.pth");
-  EXPECT_EQ(t[3].second.scalar_type(), at::kHalf);
-  EXPECT_EQ(t[4].second.scalar_type(), at::kBFloat16);
-  EXPECT_EQ(t[6].second.scalar_type(), at::kBool);
-  EXPECT_TRUE(t[0].second.is_contiguous()) << "views come back as their own contiguous tensors";
+TEST(Pth, ParametersSavedDirectlyAreTensors) {
+  expect_matches_fixture(load_state_dict("parameter.pth"), "parameter.expected.json");
+  expect_matches_fixture(load_state_dict("crafted_ok.pth"), "crafted_ok.expected.json");
 }
 
-TEST(PthFile, ObjectsAreRefusedAndNothingRuns) {
-  std::filesystem::remove("/tmp/sparsevit_pwned");
-  for (const auto& [file, name] : std::vector<std::pair<std::string, std::string>>{
-           {"namespace.pth", "argparse.Namespace"}, {"evil.pth", "posix.system"}}) {
+TEST(Pth, ForeignObjectsAreRefusedWithoutRunningAnything) {
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("namespace.pth")), fixture("namespace.pth"),
+                            "refuses to load 'argparse.Namespace': a weight file may hold only tensors");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("reduce_print.pth")), fixture("reduce_print.pth"),
+                            "refuses to load '__builtin__.print'");
+  std::filesystem::remove("/tmp/sparsevit_weights_pwned");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("reduce_system.pth")), fixture("reduce_system.pth"),
+                            "refuses to load 'posix.system'");
+  EXPECT_FALSE(std::filesystem::exists("/tmp/sparsevit_weights_pwned"));
+}
+
+TEST(Pth, LegacyAndForeignFilesAreClearErrors) {
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("legacy.pth")), fixture("legacy.pth"),
+                            "legacy torch.save format; re-save it with torch >= 1.6");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("hand.safetensors")), fixture("hand.safetensors"), "no zip signature");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth("/nonexistent.pth"), "/nonexistent.pth", "cannot open");
+  EXPECT_RUNTIME_ERROR_WITH(parse_pth("PK\x03\x04 this is no zip at all", "g.pth"), "g.pth", "");
+}
+
+TEST(Pth, DamagedArchivesAreOneLineErrors) {
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("bad_no_data_pkl.pth")), fixture("bad_no_data_pkl.pth"), "without data.pkl");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("bad_storage_size.pth")), fixture("bad_storage_size.pth"),
+                            "storage '0' has 16 bytes, its 5 Float elements need 20");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("bad_missing_record.pth")), fixture("bad_missing_record.pth"),
+                            "storage record 'data/0' is missing");
+  EXPECT_RUNTIME_ERROR_WITH(read_pth(fixture("bad_view_beyond_storage.pth")), fixture("bad_view_beyond_storage.pth"),
+                            "tensor view reaches element 4 of a storage of 4");
+  EXPECT_RUNTIME_ERROR_WITH(state_dict_from_pth(read_pth(fixture("bad_not_tensor_in_model.pth")), "n.pth"), "n.pth",
+                            "under 'model': 'note' is a String, not a tensor");
+}
+
+TEST(Pth, TruncatedOrCorruptedAnywhereIsAnErrorNotACrash) {
+  const std::string bytes = testing::file_bytes(fixture("views.pth"));
+  for (size_t cut = 0; cut < bytes.size(); cut += 7)
+    EXPECT_THROW(parse_pth(std::string_view(bytes).substr(0, cut), "cut.pth"), RuntimeError) << cut;
+  // Flip each byte in turn: either it still reads (a byte of tensor data) or it is a RuntimeError.
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::string damaged = bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
     try {
-      read_pth(kFixtures + file);
-      ADD_FAILURE() << file << " was accepted";
-    } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("refuses to load '" + name + "'"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_FALSE(std::filesystem::exists("/tmp/sparsevit_pwned"));
-  try {
-    state_dict_from_pth(read_pth(kFixtures + "no_tensors.pth"), "no_tensors.pth");
-    ADD_FAILURE();
-  } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("top-level keys: epoch, lr"), std::string::npos) << e.what();
-  }
-}
-
-TEST(PthFile, WritesWhatItReads) {
-  const std::string path = ::testing::TempDir() + "/roundtrip.pth";
-  const train::NamedTensors in = {{"a.weight", torch::randn({3, 4})},
-                                  {"b", torch::arange(5, at::kLong)},
-                                  {"c", torch::randn({4, 3}).t()}};  // non-contiguous
-  write_pth(path, in);
-  const train::NamedTensors out = read_weight_file(path);
-  ASSERT_EQ(out.size(), 3u);
-  for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(out[i].first, in[i].first);
-    EXPECT_TRUE(out[i].second.equal(in[i].second)) << in[i].first;
-  }
-}
-
-TEST(PthFile, CorruptArchivesAreErrorsNamingTheFile) {
-  const std::string good = slurp(kFixtures + "mixed.pth");
-  for (std::size_t cut : {std::size_t{0}, std::size_t{3}, std::size_t{100}, good.size() / 2, good.size() - 30, good.size() - 1}) {
-    SCOPED_TRACE(cut);
-    EXPECT_THROW(parse_pth(std::string_view(good).substr(0, cut), "cut.pth"), RuntimeError);
-  }
-  // Flipped bytes anywhere: an error or (in data bytes) other values, never a crash.
-  for (std::size_t at = 0; at < good.size(); at += 97) {
-    std::string bad = good;
-    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
-    try {
-      parse_pth(bad, "flipped.pth");
+      (void)parse_pth(damaged, "flip.pth");
     } catch (const RuntimeError&) {
     }
   }
-  try {
-    parse_pth("\x80\x02garbage", "old.pth");
-    ADD_FAILURE();
-  } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("legacy torch.save format"), std::string::npos);
-  }
+}
+
+TEST(Pth, StateDictSearchNamesTheTopLevelKeysWhenNothingFits) {
+  c10::impl::GenericDict root(c10::AnyType::get(), c10::AnyType::get());
+  root.insert(std::string("epoch"), int64_t{3});
+  root.insert(std::string("weights"), std::string("elsewhere"));
+  EXPECT_RUNTIME_ERROR_WITH(state_dict_from_pth(root, "x.pth"), "x.pth", "(its keys: 'epoch', 'weights')");
+  EXPECT_RUNTIME_ERROR_WITH(state_dict_from_pth(c10::IValue(int64_t{1}), "x.pth"), "x.pth", "not a dict of tensors");
+}
+
+class PthFiles : public testing::ScratchDir {};
+
+TEST_F(PthFiles, WritePthReadPthRoundTrip) {
+  const train::NamedTensors tensors = testing::every_dtype();
+  write_pth(path("w.pth"), tensors);
+  testing::expect_same(state_dict_from_pth(read_pth(path("w.pth")), path("w.pth")), tensors);
+  EXPECT_THROW(write_pth(path("d.pth"), {{"x", at::ones({1})}, {"x", at::ones({1})}}), UsageError);
 }
 
 }  // namespace
