@@ -45,16 +45,8 @@ std::string mae_encoder_name(const std::string& name) {
 
 MaeConfig mae_config(const std::string& name, const MaeOptions& o) {
   const ModelShape& shape = find_model_shape(mae_encoder_name(name));
-  ModelOptions vit;
-  vit.img_size = o.img_size;
-  vit.in_chans = o.in_chans;
-  vit.patch_size = o.patch_size;
-  vit.embed_dim = o.embed_dim;
-  vit.depth = o.depth;
-  vit.num_heads = o.num_heads;
-  vit.attention = o.attention;
   MaeConfig c;
-  c.encoder = vit_config(shape, vit);
+  c.encoder = vit_config(shape, o.encoder);
   const bool large = shape.embed_dim >= 768;
   // MAE's decoder for ViT-B/L/H; for the small CPU models a decoder as wide as the encoder with
   // two blocks (MAE's ablations: depth matters little for finetuning, a light decoder is cheap).

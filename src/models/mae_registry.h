@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "models/masked_autoencoder.h"
+#include "models/model_registry.h"
 
 namespace sparsevit::models {
 
 struct MaeOptions {
-  std::optional<int64_t> img_size, in_chans;
-  std::optional<int64_t> patch_size, embed_dim, depth, num_heads;  // encoder shape overrides
+  // The encoder as a ViT: input size, channels, shape overrides, attention (default: dense).
+  // Classes, pooling and the head do not apply.
+  ModelOptions encoder;
   std::optional<int64_t> decoder_embed_dim, decoder_depth, decoder_num_heads;  // default: the model's
   double mask_ratio = 0.75;
   bool norm_pix_loss = false;
-  config::AttentionSpec attention;          // the encoder's (default-constructed: dense)
   config::AttentionSpec decoder_attention;  // the decoder's
 };
 

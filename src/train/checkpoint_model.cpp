@@ -7,6 +7,7 @@
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
+#include "train/run_setup.h"
 #include "util/errors.h"
 
 namespace sparsevit::train {
@@ -46,16 +47,16 @@ nlohmann::json model_description(const models::VitConfig& c) {
 }
 
 std::shared_ptr<models::VisionTransformer> create_described_model(const CheckpointModel& m) {
-  models::ModelOptions options;
-  if (m.nb_classes > 0) options.num_classes = m.nb_classes;
-  if (m.img_size > 0) options.img_size = m.img_size;
-  if (m.patch_size > 0) options.patch_size = m.patch_size;
-  if (m.embed_dim > 0) options.embed_dim = m.embed_dim;
-  if (m.depth > 0) options.depth = m.depth;
-  if (m.num_heads > 0) options.num_heads = m.num_heads;
-  options.global_pool = m.global_pool;
-  options.attention = m.attention;
-  return models::create_model(m.model, options);
+  TrainConfig c;  // the flags that would build this model
+  c.nb_classes = m.nb_classes;
+  c.input_size = m.img_size;
+  c.patch_size = m.patch_size;
+  c.embed_dim = m.embed_dim;
+  c.depth = m.depth;
+  c.num_heads = m.num_heads;
+  c.global_pool = m.global_pool;
+  c.drop_path = 0;
+  return models::create_model(m.model, vit_model_options(c, m.attention));
 }
 
 std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& ckpt) {

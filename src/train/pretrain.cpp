@@ -67,17 +67,12 @@ constexpr const char* kMaeKey = "mae";
 
 models::MaeOptions mae_options(const TrainConfig& c, const AttentionConfig& encoder, const AttentionConfig& decoder) {
   models::MaeOptions o;
-  if (c.input_size > 0) o.img_size = c.input_size;
-  if (c.patch_size > 0) o.patch_size = c.patch_size;
-  if (c.embed_dim > 0) o.embed_dim = c.embed_dim;
-  if (c.depth > 0) o.depth = c.depth;
-  if (c.num_heads > 0) o.num_heads = c.num_heads;
+  o.encoder = vit_model_options(c, encoder.spec);
   if (c.decoder_embed_dim > 0) o.decoder_embed_dim = c.decoder_embed_dim;
   if (c.decoder_depth > 0) o.decoder_depth = c.decoder_depth;
   if (c.decoder_num_heads > 0) o.decoder_num_heads = c.decoder_num_heads;
   o.mask_ratio = c.mask_ratio;
   o.norm_pix_loss = c.norm_pix_loss;
-  o.attention = encoder.spec;
   o.decoder_attention = decoder.spec;
   return o;
 }
