@@ -30,8 +30,10 @@ QkvAttention::QkvAttention(const LayerOptions& options)
 
 std::array<at::Tensor, 3> QkvAttention::project_qkv(const at::Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1);
-  const at::Tensor qkv =
-      qkv_->forward(x).reshape({B, N, 3, geometry_.num_heads, geometry_.head_dim}).permute({2, 0, 3, 1, 4});
+  // unbind, not qkv[0..2]: its backward stacks the three gradients into one buffer, where three
+  // selects would each zero-fill a qkv-sized gradient and add them up.
+  const std::vector<at::Tensor> qkv =
+      qkv_->forward(x).reshape({B, N, 3, geometry_.num_heads, geometry_.head_dim}).permute({2, 0, 3, 1, 4}).unbind(0);
   return {qkv[0], qkv[1], qkv[2]};
 }
 

@@ -55,7 +55,9 @@ at::Tensor VitAttention::head_outputs(const at::Tensor& x) {
   const auto [q, k, v] = project_qkv(x);
   if (kernel_ == AttentionKernel::kSparse) return ops::sparse_attention(q, k, v, row_ptr_.to(x.device()), col_idx_.to(x.device()), scale_);
   if (kernel_ == AttentionKernel::kMasked) return ops::masked_attention(q, k, v, mask_.to(x.device()), scale_);
-  const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale_;
+  // Scaling q (N x D) instead of the scores (N x N) also makes the contiguous copy of the
+  // permuted q that matmul would otherwise make itself.
+  const at::Tensor scores = at::matmul(q * scale_, k.transpose(-2, -1));
   return at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
 }
 

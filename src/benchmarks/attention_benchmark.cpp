@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -22,6 +20,7 @@
 #include "ops/sparse_attention.h"
 #include "ops/sparse_attention_inputs.h"
 #include "patterns/pattern.h"
+#include "runtime/malloc_cache.h"
 #include "util/errors.h"
 
 namespace sparsevit::benchmarks {
@@ -79,13 +78,8 @@ AttentionBenchmarkResult run_attention_benchmark(const AttentionBenchmarkOptions
   if (!layers.at(o.layer)) throw UsageError(fmt::format("layer {} of {} has no static pattern", o.layer, spec.source));
   const patterns::Pattern& pattern = *layers[o.layer];
 
-  if (o.malloc_cache) {
-    // Keep freed memory in the process, as a caching allocator would: glibc otherwise returns
-    // every large block to the kernel, and each run pays page faults and zeroing for its outputs
-    // and temporaries (all three methods alike). --no-malloc-cache measures glibc's defaults.
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  }
+  // All three methods alike; --no-malloc-cache measures glibc's defaults.
+  if (o.malloc_cache) runtime::enable_malloc_cache();
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   CpuMemoryTracker::install();
@@ -169,10 +163,12 @@ AttentionBenchmarkResult run_attention_benchmark(const AttentionBenchmarkOptions
     for (size_t m : active) runs[m]();
   std::vector<std::vector<double>> times(4);
   for (int r = 0; r < o.repeats; ++r) {
-    // The order rotates every repeat: each method follows each other one equally often, so none
-    // is always the one that runs with caches cleared by the N x N buffers of dense attention.
+    // The order rotates every repeat, and each timed run follows an untimed run of the same
+    // method: every method is timed in its steady state, with its own data in cache (as a model
+    // runs a layer), not right after another method's N x N buffers evicted it.
     for (size_t i = 0; i < active.size(); ++i) {
       const size_t m = active[(i + static_cast<size_t>(r)) % active.size()];
+      runs[m]();
       const auto t0 = std::chrono::steady_clock::now();
       runs[m]();
       times[m].push_back(seconds_since(t0) * 1e3);

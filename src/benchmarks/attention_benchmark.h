@@ -5,8 +5,9 @@
 // alternating in a block of their own.
 //
 // Timing: every repeat runs the methods back to back (so machine noise hits all alike), in an order
-// rotated every repeat; each is
-// the median of `repeats` after `warmup` untimed runs. Forward runs under InferenceMode;
+// rotated every repeat, each timed run right after an untimed run of the same method (steady
+// state: its own data in cache, as a model runs a layer); each is the median of `repeats` after
+// `warmup` untimed runs. Forward runs under InferenceMode;
 // forward+backward computes dq, dk, dv with torch::autograd::grad.
 // Memory: a wrapper around LibTorch's CPU allocator (cpu_memory_tracker.h) measures, for one extra
 // untimed run of each method, the peak bytes allocated above what was live before it.

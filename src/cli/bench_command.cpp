@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/attention_benchmark.h"
+#include "benchmarks/model_benchmark.h"
 #include "cli/commands.h"
 #include "util/errors.h"
 
@@ -13,8 +14,10 @@ namespace sparsevit::cli {
 
 void register_bench_command(CLI::App& app) {
   auto o = std::make_shared<benchmarks::AttentionBenchmarkOptions>();
+  auto m = std::make_shared<benchmarks::ModelBenchmarkOptions>();
   auto json = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("bench", "Time dense, dense-masked and sparse attention side by side");
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time dense, dense-masked and sparse attention side by side (or, with --model, a whole ViT dense vs sparse)");
   cmd->add_option(option_names("attn-cfg"), o->attn_cfg, "attention config YAML (default: built-in Fibottention)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", o->overrides, "override a mask kwarg: NAME=VALUE (repeatable)");
@@ -40,8 +43,39 @@ void register_bench_command(CLI::App& app) {
   cmd->add_flag("--malloc-cache,--malloc_cache,!--no-malloc-cache,!--no_malloc_cache", o->malloc_cache,
                 "keep freed memory in the process (glibc mallopt), as a caching allocator would (default on)");
   cmd->add_flag(option_names("json"), *json, "print one JSON object instead of the table");
-  cmd->callback([o, json] {
+  // Whole-model mode.
+  cmd->add_option("--model", m->model,
+                  "time this ViT (registry name) dense vs with --attn-cfg: inference forward, or with --backward a "
+                  "training step (forward, loss, backward, AdamW)");
+  cmd->add_option(option_names("input_size"), m->input_size, "model image size override")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option(option_names("patch_size"), m->patch_size, "model patch size override")->check(CLI::Range(1, 1 << 12));
+  cmd->add_option(option_names("embed_dim"), m->embed_dim, "model width override")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option(option_names("depth"), m->depth, "model depth override")->check(CLI::Range(1, 4096));
+  cmd->add_option(option_names("num_heads"), m->num_heads, "model heads override")->check(CLI::Range(1, 4096));
+  cmd->add_option(option_names("amp"), m->amp, "--model: none | bf16 (autocast the GEMMs to bfloat16)")
+      ->default_val("none")->check(CLI::IsMember({"none", "bf16"}));
+  cmd->add_flag(option_names("breakdown"), m->breakdown,
+                "--model: also profile a few steps and print the share of a step per part (GEMMs, attention, norms, ...)");
+  cmd->callback([o, m, json, cmd] {
     try {
+      if (!m->model.empty()) {
+        m->attn_cfg = o->attn_cfg;
+        m->overrides = o->overrides;
+        m->backward = o->backward;
+        m->threads = o->threads;
+        m->repeats = o->repeats;
+        m->warmup = o->warmup;
+        m->malloc_cache = o->malloc_cache;
+        m->seed = o->seed;
+        m->max_dense_gib = o->max_dense_gib;
+        // --batch defaults to 8 for the operator; a model step defaults to finetune's 128.
+        m->batch = cmd->count("--batch") > 0 ? o->batch : 128;
+        const benchmarks::ModelBenchmarkResult r = benchmarks::run_model_benchmark(*m);
+        std::cout << (*json ? r.to_json().dump() + "\n" : r.to_text()) << std::flush;
+        return;
+      }
+      if (m->breakdown || m->amp != "none")
+        throw UsageError("--breakdown and --amp apply to a whole model: add --model NAME");
       const benchmarks::AttentionBenchmarkResult r = benchmarks::run_attention_benchmark(*o);
       if (*json) {
         std::cout << r.to_json().dump() << std::endl;

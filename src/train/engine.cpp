@@ -9,6 +9,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "runtime/autocast.h"
 #include "train/checkpoint.h"
 #include "train/nan_guard.h"
 #include "train/optimizer.h"
@@ -144,10 +145,14 @@ struct EpochRunner {
       task.set_progress(static_cast<double>(epoch * iters + it) / total_iters);
       gflops_sum += task.attention_gflops_now();
       if (s.reducer_) s.reducer_->set_sync(last_of_step);  // accumulation steps communicate nothing
-      const at::Tensor loss = task.loss(batch, s.host_rng_);
+      at::Tensor loss;
+      {
+        const runtime::AutocastGuard autocast(o.amp_bf16);
+        loss = task.loss(batch, s.host_rng_);
+      }
       const double loss_value = loss.item<double>();
       check_finite_loss(loss_value, epoch, s.global_step_);
-      if (first_of_step) s.optimizer_->zero_grad();
+      if (first_of_step) zero_grad_to_none(*s.optimizer_);
       if (o.accum_iter > 1) {
         (loss / static_cast<double>(o.accum_iter)).backward();
       } else {

@@ -60,6 +60,7 @@ struct OptimizationOptions {
   bool dist_no_overlap = false;
   uint64_t host_seed = 0;        // the host generator (mixup, ...)
   int64_t print_freq = 0;        // progress lines per epoch off a terminal (0: auto)
+  bool amp_bf16 = false;         // the task's loss (forward) under bfloat16 autocast
 };
 
 // Optimizer, schedule, EMA, gradient averaging, generators and counters of one run.

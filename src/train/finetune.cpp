@@ -91,15 +91,18 @@ class ClassificationTask : public TrainTask {
   at::Tensor loss(const data::Batch& batch, std::mt19937_64& host_rng) override {
     if (mixup_.enabled()) {
       auto [images, targets] = mixup_.apply(batch.images, batch.labels, host_rng);
-      return soft_target_cross_entropy(model_.forward(images), targets);
+      return soft_target_cross_entropy(logits(images), targets);
     }
-    if (smoothing_ > 0) return label_smoothing_cross_entropy(model_.forward(batch.images), batch.labels, smoothing_);
-    return at::cross_entropy_loss(model_.forward(batch.images), batch.labels);
+    if (smoothing_ > 0) return label_smoothing_cross_entropy(logits(batch.images), batch.labels, smoothing_);
+    return at::cross_entropy_loss(logits(batch.images), batch.labels);
   }
   void set_progress(double progress) override { model_.set_training_progress(progress); }
   double attention_gflops_now() const override { return model_.attention_gflops_now(); }
 
  private:
+  // float32 logits for the loss also under bfloat16 autocast (--amp bf16).
+  at::Tensor logits(const at::Tensor& images) { return model_.forward(images).to(at::kFloat); }
+
   models::VisionTransformer& model_;
   Mixup& mixup_;
   double smoothing_;

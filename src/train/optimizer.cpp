@@ -118,6 +118,11 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr, const std:
   for (std::size_t i = 0; i < groups.size(); ++i) groups[i].options().set_lr(lr * (lr_scales.empty() ? 1.0 : lr_scales[i]));
 }
 
+void zero_grad_to_none(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad().reset();
+}
+
 double learning_rate(const torch::optim::Optimizer& optimizer) {
   const auto& groups = optimizer.param_groups();
   if (groups.empty()) throw UsageError("optimizer has no parameter group");

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "runtime/cpu_threads.h"
+#include "runtime/malloc_cache.h"
 
 namespace sparsevit::train {
 
@@ -29,6 +30,8 @@ ProcessContext::ProcessContext(const ProcessOptions& o) : launch_(dist::launch_i
                  ? o.threads
                  : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / per_machine);
   runtime::configure_cpu_threads(threads_);
+  // Training steps allocate the same large activations every step: keep them in the process.
+  runtime::enable_malloc_cache();
   torch::manual_seed(static_cast<uint64_t>(o.seed));
 }
 

@@ -86,6 +86,7 @@ OptimizationOptions optimization_options(const TrainConfig& c, int64_t world) {
   o.dist_no_overlap = c.dist_no_overlap;
   o.host_seed = static_cast<uint64_t>(c.seed);
   o.print_freq = c.print_freq;
+  o.amp_bf16 = c.amp == "bf16";
   return o;
 }
 

@@ -72,6 +72,7 @@ struct TrainConfig {
   bool dist_eval = false;           // MAE's flag: evaluation is always sharded over the ranks here
   std::string device = "cpu";       // cpu (this build trains on the CPU)
   int64_t seed = 0;
+  std::string amp = "none";         // none | bf16: autocast the forward's GEMMs to bfloat16
   int64_t threads = 0;              // 0: every core (shared among the processes on this machine)
   int64_t print_freq = 0;           // 0: progress bar decides
   // data parallelism (processes started by torchrun / mpirun / scripts/launch, found through
@@ -190,6 +191,8 @@ void for_each_field(Config& c, Visitor&& visit) {
                          .only(kFinetune));
   visit(c.device, any("device", "cpu (this build trains on the CPU; cuda is refused with the reason)", run));
   visit(c.seed, any("seed", "random seed", run));
+  visit(c.amp, one_of("amp", "mixed precision on the CPU: none | bf16 (autocast: GEMMs in bfloat16, float32 master "
+                             "weights, norms, softmax and losses)", {"none", "bf16"}));
   visit(c.threads, non_negative("threads", "CPU threads for LibTorch (0: every core)"));
   visit(c.print_freq, non_negative("print_freq", "progress lines per epoch when not on a terminal (0: auto)"));
   visit(c.dist_backend, one_of("dist_backend", "distributed backend: gloo (CPU) | nccl (LibTorch CUDA builds)",
