@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <unordered_map>
 
 namespace sparsevit::benchmarks {
 namespace {
@@ -21,15 +22,29 @@ void add_bytes(int64_t n) {
   }
 }
 
+// The wrapped allocations by data pointer. The DataPtrs handed out carry the data pointer as
+// their context too (as LibTorch's own CPU allocator does), so Allocator::raw_allocate, which some
+// kernels (oneDNN convolution scratch) use, works through the wrapper.
 struct Record {
   c10::DataPtr inner;
   int64_t bytes;
 };
+std::mutex g_records_mutex;
+std::unordered_map<void*, Record>& records() {
+  static auto* map = new std::unordered_map<void*, Record>();  // never destroyed: frees may come late
+  return *map;
+}
 
-void delete_record(void* ctx) {
-  auto* r = static_cast<Record*>(ctx);
-  g_current.fetch_sub(r->bytes);
-  delete r;  // frees the inner allocation through its own deleter
+void delete_tracked(void* data) {
+  c10::DataPtr inner;  // freed after the lock is released
+  {
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    auto it = records().find(data);
+    if (it == records().end()) return;
+    g_current.fetch_sub(it->second.bytes);
+    inner = std::move(it->second.inner);
+    records().erase(it);
+  }
 }
 
 class TrackingAllocator final : public c10::Allocator {
@@ -44,15 +59,20 @@ class TrackingAllocator final : public c10::Allocator {
 #else
   c10::DataPtr allocate(size_t n) const override { return wrap(n); }
 #endif
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_tracked; }
 
  private:
   c10::DataPtr wrap(size_t n) const {
     c10::DataPtr inner = base_->allocate(n);
     void* data = inner.get();
+    if (data == nullptr) return inner;  // zero bytes: nothing to count
     const c10::Device device = inner.device();
-    auto* record = new Record{std::move(inner), static_cast<int64_t>(n)};
-    add_bytes(record->bytes);
-    return c10::DataPtr(data, record, &delete_record, device);
+    {
+      std::lock_guard<std::mutex> lock(g_records_mutex);
+      records()[data] = Record{std::move(inner), static_cast<int64_t>(n)};
+    }
+    add_bytes(static_cast<int64_t>(n));
+    return c10::DataPtr(data, data, &delete_tracked, device);
   }
 
   c10::Allocator* base_;

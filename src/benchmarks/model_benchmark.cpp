@@ -150,6 +150,7 @@ ModelBenchmarkResult run_model_benchmark(const ModelBenchmarkOptions& o) {
     t.ran = true;
     t.median_ms = median(b.times) * 1e3;
     t.min_ms = *std::min_element(b.times.begin(), b.times.end()) * 1e3;
+    for (double x : b.times) t.step_ms.push_back(x * 1e3);
     t.images_per_second = B / (t.median_ms / 1e3);
     const int64_t baseline = CpuMemoryTracker::current_bytes();
     CpuMemoryTracker::reset_peak();
@@ -190,6 +191,7 @@ nlohmann::json timing_json(const ModelTiming& t) {
   if (!t.ran) return j;
   j["median_ms"] = t.median_ms;
   j["min_ms"] = t.min_ms;
+  j["step_ms"] = t.step_ms;
   j["images_per_second"] = t.images_per_second;
   j["peak_extra_bytes"] = t.peak_extra_bytes;
   j["attention_gflops"] = t.attention_gflops;

@@ -44,6 +44,7 @@ struct ModelTiming {
   std::string attention;
   bool ran = false;
   double median_ms = 0, min_ms = 0;
+  std::vector<double> step_ms;  // every timed step, in order
   double images_per_second = 0;
   int64_t peak_extra_bytes = 0;
   double attention_gflops = 0;  // per image, forward

@@ -1,0 +1,62 @@
+// runtime/: thread set-up (denormals flushed on every pool thread), bfloat16 autocast guard.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+
+#include "runtime/autocast.h"
+#include "runtime/cpu_threads.h"
+#include "runtime/malloc_cache.h"
+
+namespace sparsevit::runtime {
+namespace {
+
+TEST(CpuThreads, EveryPoolThreadFlushesDenormals) {
+  // Start the pool in the default mode first: threads inherit the mode of the thread that
+  // creates them, so only a pool that already exists tells whether every thread is reached.
+  at::set_num_threads(2);
+  at::globalContext().setFlushDenormal(false);
+  (void)(at::ones({1 << 22}) * 2.0f).sum().item<float>();
+  ASSERT_EQ(configure_cpu_threads(2), 2);
+  ASSERT_EQ(at::get_num_threads(), 2);
+  // A denormal input times 1: with denormals-are-zero on the thread that computes an element the
+  // product is 0, without it the denormal survives. The tensor is large enough for ATen to split
+  // it between both threads, so a pool thread left in the default mode leaves nonzeros.
+  const float denormal = std::numeric_limits<float>::denorm_min() * 1000.0f;
+  const at::Tensor x = at::full({1 << 22}, denormal);
+  const at::Tensor y = x * 1.0f;
+  EXPECT_EQ(y.count_nonzero().item<int64_t>(), 0) << "some pool thread still computes with denormals";
+}
+
+TEST(Autocast, GemmsRunInBfloat16InsideTheGuardOnly) {
+  const at::Tensor a = at::randn({8, 16}), b = at::randn({16, 4});
+  {
+    const AutocastGuard guard(true);
+    EXPECT_EQ(at::matmul(a, b).scalar_type(), at::kBFloat16);
+    {
+      const AutocastGuard nested(true);
+      EXPECT_EQ(at::linear(a, b.t()).scalar_type(), at::kBFloat16);
+    }
+    EXPECT_EQ(at::matmul(a, b).scalar_type(), at::kBFloat16) << "leaving a nested guard must not switch it off";
+    // Norms stay float32 (autocast's fp32 policy), so training keeps float32 statistics.
+    EXPECT_EQ(at::layer_norm(a, {16}).scalar_type(), at::kFloat);
+  }
+  EXPECT_EQ(at::matmul(a, b).scalar_type(), at::kFloat);
+  const AutocastGuard off(false);
+  EXPECT_EQ(at::matmul(a, b).scalar_type(), at::kFloat);
+}
+
+TEST(MallocCache, LargeBlocksAreReusedWithTheSameContents) {
+  enable_malloc_cache();
+  enable_malloc_cache();  // idempotent
+  // Freed blocks stay in the process; reusing them must still give fresh tensors their values.
+  for (int i = 0; i < 3; ++i) {
+    const at::Tensor t = at::full({4 << 20}, static_cast<float>(i));
+    EXPECT_EQ(t.sum().item<double>(), static_cast<double>(i) * (4 << 20));
+  }
+}
+
+}  // namespace
+}  // namespace sparsevit::runtime
