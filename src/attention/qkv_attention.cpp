@@ -5,6 +5,7 @@
 
 #include "attention/attention.h"
 #include "util/errors.h"
+#include "util/linear.h"
 
 namespace sparsevit::attention {
 
@@ -33,13 +34,13 @@ std::array<at::Tensor, 3> QkvAttention::project_qkv(const at::Tensor& x) {
   // unbind, not qkv[0..2]: its backward stacks the three gradients into one buffer, where three
   // selects would each zero-fill a qkv-sized gradient and add them up.
   const std::vector<at::Tensor> qkv =
-      qkv_->forward(x).reshape({B, N, 3, geometry_.num_heads, geometry_.head_dim}).permute({2, 0, 3, 1, 4}).unbind(0);
+      linear(qkv_, x).reshape({B, N, 3, geometry_.num_heads, geometry_.head_dim}).permute({2, 0, 3, 1, 4}).unbind(0);
   return {qkv[0], qkv[1], qkv[2]};
 }
 
 at::Tensor QkvAttention::project_out(const at::Tensor& heads) {
   const int64_t B = heads.size(0), N = heads.size(2);
-  return proj_->forward(heads.transpose(1, 2).reshape({B, N, geometry_.embed_dim()}));
+  return linear(proj_, heads.transpose(1, 2).reshape({B, N, geometry_.embed_dim()}));
 }
 
 }  // namespace sparsevit::attention

@@ -6,6 +6,7 @@
 #include "models/pos_embed.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
+#include "util/linear.h"
 
 namespace sparsevit::models {
 namespace {
@@ -129,7 +130,7 @@ std::pair<at::Tensor, at::Tensor> MaskedAutoencoder::forward_encoder(const at::T
 
 at::Tensor MaskedAutoencoder::forward_decoder(const at::Tensor& latent, const at::Tensor& ids_keep) {
   const int64_t batch = latent.size(0), patches = config_.encoder.num_patches();
-  const at::Tensor x = decoder_embed_->forward(latent);
+  const at::Tensor x = linear(decoder_embed_, latent);
   const int64_t dim = x.size(2);
   // Mask tokens everywhere, the encoded visible tokens scattered back to their grid positions
   // (MAE's gather with ids_restore, written as the inverse scatter).
@@ -137,7 +138,7 @@ at::Tensor MaskedAutoencoder::forward_decoder(const at::Tensor& latent, const at
                               .scatter(1, ids_keep.unsqueeze(-1).expand({-1, -1, dim}), x.narrow(1, 1, x.size(1) - 1));
   at::Tensor y = at::cat({x.narrow(1, 0, 1), full}, 1) + decoder_pos_embed_;
   for (const auto& block : decoder_blocks_) y = block->forward(y);
-  y = decoder_pred_->forward(decoder_norm_->forward(y));
+  y = linear(decoder_pred_, decoder_norm_->forward(y));
   return y.narrow(1, 1, patches);
 }
 

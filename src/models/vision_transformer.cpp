@@ -8,6 +8,7 @@
 #include "attention/vit_attention.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
+#include "util/linear.h"
 
 namespace sparsevit::models {
 namespace {
@@ -52,8 +53,8 @@ Mlp::Mlp(int64_t dim, int64_t hidden, double drop) : drop_(drop) {
 
 at::Tensor Mlp::forward(const at::Tensor& x) {
   namespace F = torch::nn::functional;
-  at::Tensor h = F::dropout(at::gelu(fc1_->forward(x)), F::DropoutFuncOptions().p(drop_).training(is_training()));
-  return F::dropout(fc2_->forward(h), F::DropoutFuncOptions().p(drop_).training(is_training()));
+  at::Tensor h = F::dropout(at::gelu(linear(fc1_, x)), F::DropoutFuncOptions().p(drop_).training(is_training()));
+  return F::dropout(linear(fc2_, h), F::DropoutFuncOptions().p(drop_).training(is_training()));
 }
 
 Block::Block(const VitConfig& c, double drop_path_prob, std::shared_ptr<attention::AttentionModule> attn)
@@ -166,7 +167,7 @@ at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_
       config_.global_pool
           ? fc_norm_->forward(features.narrow(1, config_.num_prefix_tokens, features.size(1) - config_.num_prefix_tokens).mean(1))
           : features.select(1, 0);  // class token
-  return pre_logits ? pooled : head_->forward(pooled);
+  return pre_logits ? pooled : linear(head_, pooled);
 }
 
 std::vector<std::optional<patterns::Pattern>> VisionTransformer::layer_patterns() const {
