@@ -81,6 +81,9 @@ void OpProfiler::reset() {
 std::string step_part_of_op(const std::string& op) {
   if (op.rfind(kPhasePrefix, 0) == 0) return op.substr(std::strlen(kPhasePrefix), op.find('/') - std::strlen(kPhasePrefix));
   if (contains(op, "onvolution") || contains(op, "conv2d")) return "patch_embedding";
+  if (contains(op, "cross_entropy") || contains(op, "nll_loss") || contains(op, "log_softmax") ||
+      contains(op, "LogSoftmax") || contains(op, "NllLoss"))
+    return "loss";
   if (contains(op, "sparsevit::") || contains(op, "bmm") || contains(op, "oftmax") || contains(op, "SparseAttention") ||
       contains(op, "masked_fill"))
     return "attention";
@@ -89,9 +92,6 @@ std::string step_part_of_op(const std::string& op) {
     return "linear_gemm";
   if (contains(op, "layer_norm") || contains(op, "LayerNorm")) return "layer_norm";
   if (contains(op, "gelu") || contains(op, "Gelu")) return "gelu";
-  if (contains(op, "cross_entropy") || contains(op, "nll_loss") || contains(op, "log_softmax") ||
-      contains(op, "LogSoftmax") || contains(op, "NllLoss"))
-    return "loss";
   if (contains(op, "copy_") || contains(op, "clone") || contains(op, "contiguous") || op == "aten::cat" ||
       contains(op, "stack") || contains(op, "zero") || contains(op, "fill_") || contains(op, "SelectBackward") ||
       contains(op, "select_backward") || contains(op, "CatBackward") || contains(op, "UnbindBackward") ||

@@ -45,6 +45,20 @@ TEST_F(TrainerTest, LearnsAnEasyTaskWithFibottention) {
   EXPECT_TRUE(fs::exists(root_ / "run" / "attention.yaml"));
 }
 
+TEST_F(TrainerTest, Bfloat16AutocastTrainsCloseToFloat32) {
+  // --amp bf16: the forward's GEMMs in bfloat16, float32 weights and float32 evaluation. An epoch
+  // of it ends at weights that differ from float32's (so autocast is on in the engine) by little
+  // (bfloat16 rounding, not a broken model).
+  TrainConfig bf16 = config("bf16"), fp32 = config("fp32");
+  bf16.epochs = fp32.epochs = 1;
+  bf16.amp = "bf16";
+  const TrainSummary a = run_finetune(bf16), b = run_finetune(fp32);
+  EXPECT_NE(a.test_loss, b.test_loss);
+  EXPECT_NEAR(a.test_loss, b.test_loss, 0.05 * b.test_loss);
+  bf16.amp = "fp16";
+  EXPECT_THROW(run_finetune(bf16), UsageError);
+}
+
 TEST_F(TrainerTest, ResumeContinuesExactly) {
   // Interrupt after epoch 0 of a 2-epoch run (its kept checkpoint-0.pt), resume, compare with
   // the uninterrupted run: every parameter bit-identical, same metrics.
