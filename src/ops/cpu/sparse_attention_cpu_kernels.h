@@ -48,11 +48,23 @@ struct TokenTensor {
 // tile of that many steps per block of rows lives on the stack.
 constexpr int64_t kMaxDiagonalSlots = 64;
 
+// A pattern whose every head h is {(j, k): k - j in deltas_h} U rows and columns of the global
+// tokens G_h (ops::DiagonalPlanTensors; detected from the CSR and verified once per pattern).
+struct DiagonalPlan {
+  const int32_t* delta_ptr = nullptr;   // [H+1]
+  const int32_t* deltas = nullptr;      // head h: deltas[delta_ptr[h] .. delta_ptr[h+1]], ascending
+  const int32_t* global_ptr = nullptr;  // [H+1]
+  const int32_t* globals = nullptr;     // head h: globals[global_ptr[h] ..], ascending
+  const uint8_t* is_global = nullptr;   // [H, N]
+  const int32_t* global_pos = nullptr;  // (global_ptr[h] + i) * N + k: CSR position of key k in global row i
+};
+
 template <typename T>
 struct ForwardParams {
   TokenTensor<const T> q, k, v;
   TokenTensor<T> out;
   T* lse = nullptr;  // [B*H, N]; -inf for rows without keys
+  DiagonalPlan diag;  // for the *_diagonal kernels only
   const int32_t* row_ptr = nullptr;  // [H, N+1]
   const int32_t* col_idx = nullptr;  // [H, nnz_stride]
   int64_t heads = 0, tokens = 0, dim = 0, nnz_stride = 0;
@@ -67,6 +79,13 @@ struct BackwardParams {
   // Per-edge workspaces [B*H, nnz_stride]: probability P and dS = P * (dP - rowsum(dO*O)).
   T* edge_p = nullptr;
   T* edge_ds = nullptr;
+  // *_diagonal kernels: the plan, and P / dS per (slot, query) [B*H, slot_stride], entry (s, j)
+  // at s*N + j (slot s: the head's s-th delta, then its global columns). The per-edge buffers
+  // above then serve only the global rows.
+  DiagonalPlan diag;
+  T* slot_p = nullptr;
+  T* slot_ds = nullptr;
+  int64_t slot_stride = 0;
   const int32_t* row_ptr = nullptr;  // [H, N+1]
   const int32_t* col_idx = nullptr;  // [H, nnz_stride]
   // Transposed CSR per head: key k's queries are t_query[h*nnz_stride + t_row_ptr[h*(N+1)+k] ...],
@@ -86,6 +105,12 @@ struct KernelFns {
   void (*backward_query_rows)(const BackwardParams<T>& p, int64_t begin, int64_t end);
   // Key-centric pass, rows (keys) [begin, end): grad_k, grad_v. Needs the query pass done.
   void (*backward_key_rows)(const BackwardParams<T>& p, int64_t begin, int64_t end);
+  // The structured kernels for a DiagonalPlan (same contracts; D in {16, 32, 64, 128}, other D
+  // fall back to the general kernels above). The query and key passes must be both diagonal or
+  // both general.
+  void (*forward_rows_diagonal)(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores);
+  void (*backward_query_rows_diagonal)(const BackwardParams<T>& p, int64_t begin, int64_t end);
+  void (*backward_key_rows_diagonal)(const BackwardParams<T>& p, int64_t begin, int64_t end);
 };
 
 struct KernelTable {

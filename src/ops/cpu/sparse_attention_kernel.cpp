@@ -12,6 +12,8 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -89,6 +91,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> split_qkv(const at::Tensor& qkv, 
   return {t[0], t[1], t[2]};
 }
 
+// The structured (diagonal) kernels run when the pattern has a verified DiagonalPlan, D is one
+// of their compile-time sizes, and SPARSEVIT_STRUCTURED_KERNEL is not "0" (read on every call, so
+// tests and A/B timings can switch it).
+bool use_diagonal(const PreparedCsr& prepared, const AttentionShape& s) {
+  if (!prepared.diagonal) return false;
+  const int64_t D = s.layer.head_dim;
+  if (D != 16 && D != 32 && D != 64 && D != 128) return false;
+  const char* env = std::getenv("SPARSEVIT_STRUCTURED_KERNEL");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+cpu::DiagonalPlan diagonal_plan(const DiagonalPlanTensors& t) {
+  cpu::DiagonalPlan d;
+  d.delta_ptr = t.delta_ptr.data_ptr<int32_t>();
+  d.deltas = t.deltas.data_ptr<int32_t>();
+  d.global_ptr = t.global_ptr.data_ptr<int32_t>();
+  d.globals = t.globals.data_ptr<int32_t>();
+  d.is_global = t.is_global.data_ptr<uint8_t>();
+  d.global_pos = t.global_pos.data_ptr<int32_t>();
+  return d;
+}
+
 void check_cpu(const char* op, const at::Tensor& q) {
   TORCH_CHECK(q.device().is_cpu(), op, ": this is the CPU kernel, got tensors on ", q.device());
 }
@@ -100,6 +124,7 @@ void run_forward(const AttentionShape& s, const PreparedCsr& prepared, const at:
   const CsrIndices& csr = prepared.csr;
   const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
   const int64_t scratch_len = csr.max_row_length + 64;
+  const bool diagonal = use_diagonal(prepared, s);
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "sparse_attention_forward_cpu", [&] {
     cpu::ForwardParams<scalar_t> p;
     p.q = token_tensor<const scalar_t>(q);
@@ -109,9 +134,14 @@ void run_forward(const AttentionShape& s, const PreparedCsr& prepared, const at:
     p.lse = lse.data_ptr<scalar_t>();
     set_pattern_fields(p, csr, s, scale);
     const auto& fns = kernel_fns<scalar_t>();
+    auto forward_rows = fns.forward_rows;
+    if (diagonal) {
+      p.diag = diagonal_plan(*prepared.diagonal);
+      forward_rows = fns.forward_rows_diagonal;
+    }
     at::parallel_for(0, rows, row_grain(s), [&](int64_t begin, int64_t end) {
       std::vector<scalar_t> scores(static_cast<size_t>(scratch_len));
-      fns.forward_rows(p, begin, end, scores.data());
+      forward_rows(p, begin, end, scores.data());
     });
   });
 }
@@ -126,6 +156,13 @@ void run_backward(const AttentionShape& s, const PreparedCsr& prepared, const at
   const TransposedCsr& tcsr = prepared.transposed;
   at::Tensor edge_p = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, q.options());
   at::Tensor edge_ds = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, q.options());
+  const bool diagonal = use_diagonal(prepared, s);
+  const int64_t slot_stride = diagonal ? prepared.diagonal->max_slots * s.layer.num_tokens : 0;
+  at::Tensor slot_p, slot_ds;
+  if (diagonal) {
+    slot_p = at::empty({s.batch * s.layer.num_heads, slot_stride}, q.options());
+    slot_ds = at::empty({s.batch * s.layer.num_heads, slot_stride}, q.options());
+  }
   const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "sparse_attention_backward_cpu", [&] {
     cpu::BackwardParams<scalar_t> p;
@@ -145,21 +182,31 @@ void run_backward(const AttentionShape& s, const PreparedCsr& prepared, const at
     p.t_edge = tcsr.edge.data_ptr<int32_t>();
     set_pattern_fields(p, csr, s, scale);
     const auto& fns = kernel_fns<scalar_t>();
+    auto query_rows = fns.backward_query_rows;
+    auto key_rows = fns.backward_key_rows;
+    if (diagonal) {
+      p.diag = diagonal_plan(*prepared.diagonal);
+      p.slot_p = slot_p.data_ptr<scalar_t>();
+      p.slot_ds = slot_ds.data_ptr<scalar_t>();
+      p.slot_stride = slot_stride;
+      query_rows = fns.backward_query_rows_diagonal;
+      key_rows = fns.backward_key_rows_diagonal;
+    }
     const int64_t bhs = s.batch * s.layer.num_heads;
     if (bhs >= 2 * static_cast<int64_t>(at::get_num_threads())) {
       // One task per (batch, head): the key pass reads what the query pass just wrote and the
       // head's q, k, v, dO while they are still in cache.
       at::parallel_for(0, bhs, 1, [&](int64_t b, int64_t e) {
         for (int64_t bh = b; bh < e; ++bh) {
-          fns.backward_query_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
-          fns.backward_key_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
+          query_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
+          key_rows(p, bh * s.layer.num_tokens, (bh + 1) * s.layer.num_tokens);
         }
       });
     } else {
       // Few heads: split rows instead (two passes; the key pass needs every query row done).
       const int64_t grain = row_grain(s);
-      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_query_rows(p, b, e); });
-      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { fns.backward_key_rows(p, b, e); });
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { query_rows(p, b, e); });
+      at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { key_rows(p, b, e); });
     }
   });
 }
