@@ -911,17 +911,22 @@ struct DiagBlock {
       if (!isg[j0 + r]) row_ok |= 1u << r;
   }
   int64_t steps() const { return nd + ng; }
-  // Lanes whose key at step s is an edge.
+  // Lanes whose key at step s is an edge: the lanes whose key j0 + r + delta lies in [0, N) are
+  // one contiguous range of bits; then the (few) lanes whose key is a global token are cleared.
   uint32_t valid(int64_t s, int64_t N) const {
     if (s >= nd) return row_ok;
     const int64_t delta = deltas[s];
-    uint32_t ok = 0;
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t k = j0 + r + delta;
-      if (((row_ok >> r) & 1u) && k >= 0 && k < N && !isg[k]) ok |= 1u << r;
+    const int64_t lo = std::max<int64_t>(0, -j0 - delta), hi = std::min<int64_t>(n, N - j0 - delta);
+    if (lo >= hi) return 0;
+    uint32_t ok = (hi - lo >= 32 ? ~0u : ((1u << (hi - lo)) - 1u)) << lo;
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const int64_t r = globs[gi] - j0 - delta;
+      if (r >= 0 && r < n) ok &= ~(1u << r);
     }
-    return ok;
+    return ok & row_ok;
   }
+  // Lane r's key at step s when that lane is valid (no clamping needed).
+  int64_t valid_key(int64_t s, int r) const { return s < nd ? j0 + r + deltas[s] : globs[s - nd]; }
   // Lane r's key at step s (clamped into [0, N) for masked lanes, so every load is in bounds).
   int64_t key(int64_t s, int r, int64_t N) const {
     if (s >= nd) return globs[s - nd];
@@ -931,12 +936,35 @@ struct DiagBlock {
   int64_t row(int r) const { return r < n ? j0 + r : j0; }
 };
 
+// W dot products (rows(r) . key of lane r at step s): a global step reads one key row for every
+// lane; a diagonal step whose W keys all lie in [0, N) reads W consecutive rows from one base;
+// only a block at the edge of the sequence clamps lane by lane.
+template <typename T, int kD, typename RowPtr>
+SV_INLINE V<T> diag_dots(const DiagBlock& b, int64_t s, int64_t N, RowPtr rows, const T* kb, int64_t sk) {
+  if (s >= b.nd) {
+    const T* y = kb + static_cast<int64_t>(b.globs[s - b.nd]) * sk;
+    return block_dots<T, kD>(rows, [&](int) { return y; });
+  }
+  const int64_t first = b.j0 + b.deltas[s];
+  if (first >= 0 && first + kLanes<T> <= N) {
+    const T* y = kb + first * sk;
+    return block_dots<T, kD>(rows, [&](int r) { return y + r * sk; });
+  }
+  return block_dots<T, kD>(rows, [&](int r) { return kb + b.key(s, r, N) * sk; });
+}
+
+// Lane r set where bit r of `bits` is, in registers (a splat, an AND with the lanes' powers of
+// two, a compare): building the mask through memory would stall on store forwarding every step.
 template <typename T>
 SV_INLINE VMask<T> lane_mask(uint32_t bits) {
+  using M = VMask<T>;
+  using E = std::remove_cv_t<std::remove_reference_t<decltype(M{}[0])>>;
   constexpr int W = static_cast<int>(kLanes<T>);
-  alignas(64) T m[W];
-  for (int r = 0; r < W; ++r) m[r] = ((bits >> r) & 1u) ? T(1) : T(0);
-  return vload(m) > V<T>{};
+  M pow2{};
+#pragma GCC unroll 16
+  for (int r = 0; r < W; ++r) pow2[r] = static_cast<E>(E(1) << r);
+  const M b = M{} + static_cast<E>(bits);
+  return (b & pow2) != 0;
 }
 
 template <typename T, int kD>
@@ -960,8 +988,7 @@ void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
       vstore(tile + s * W, ninf);
       continue;
     }
-    V<T> x = block_dots<T, kD>([&](int r) { return qb + b.row(r) * sq; },
-                               [&](int r) { return kb + b.key(s, r, N) * sk; });
+    V<T> x = diag_dots<T, kD>(b, s, N, [&](int r) { return qb + b.row(r) * sq; }, kb, sk);
     x = lane_mask<T>(valid[s]) ? x * p.scale : ninf;
     vstore(tile + s * W, x);
     m = x > m ? x : m;
@@ -996,7 +1023,7 @@ void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
     bool odd = false;
     for (int64_t s = 0; s < steps; ++s) {
       if (!((valid[s] >> r) & 1u)) continue;
-      const T* y = vb + b.key(s, r, N) * sv;
+      const T* y = vb + b.valid_key(s, r) * sv;
       if (odd) {
         a1.axpy(tile[s * W + r], y);
       } else {
@@ -1044,10 +1071,8 @@ void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
   for (int64_t s = 0; s < steps; ++s) {
     valid[s] = b.valid(s, N);
     if (valid[s] == 0) continue;
-    const V<T> x = block_dots<T, kD>([&](int r) { return qb + b.row(r) * sq; },
-                                     [&](int r) { return kb + b.key(s, r, N) * sk; });
-    const V<T> dp = block_dots<T, kD>([&](int r) { return gb + b.row(r) * sg; },
-                                      [&](int r) { return vb + b.key(s, r, N) * sv; });
+    const V<T> x = diag_dots<T, kD>(b, s, N, [&](int r) { return qb + b.row(r) * sq; }, kb, sk);
+    const V<T> dp = diag_dots<T, kD>(b, s, N, [&](int r) { return gb + b.row(r) * sg; }, vb, sv);
     const V<T> pr = lane_mask<T>(valid[s]) ? vexp_any<T>(x * p.scale - lse) : V<T>{};
     const V<T> ds = pr * (dp - di);
     vstore(dstile + s * W, ds);
@@ -1073,7 +1098,7 @@ void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
     bool odd = false;
     for (int64_t s = 0; s < steps; ++s) {
       if (!((valid[s] >> r) & 1u)) continue;
-      const T* y = kb + b.key(s, r, N) * sk;
+      const T* y = kb + b.valid_key(s, r) * sk;
       if (odd) {
         a1.axpy(dstile[s * W + r], y);
       } else {
