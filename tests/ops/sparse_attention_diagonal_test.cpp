@@ -109,6 +109,7 @@ std::vector<Case> diagonal_cases() {
   cases.push_back({"N=1", diagonal_csr(1, {{0}, {0}}, {{}, {}}), 1});
   cases.push_back({"N=2", diagonal_csr(2, {{1}, {0}}, {{}, {}}), 2});
   cases.push_back({"no main diagonal, rows that are empty", diagonal_csr(30, {{25}, {29}}, {{}, {}}), 30});
+  cases.push_back({"an empty head", diagonal_csr(10, {{}, {1}}, {{}, {}}), 10});
   return cases;
 }
 
