@@ -102,6 +102,116 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Attention)->Apply(Args);
 
+// ---- structured (diagonal) kernel and packed qkv op, at the model's batch -------------------------
+//
+// Fibottention (configs/attention/vit_fibottention.yaml: w_min 5, w_max N/3, Wythoff), H 12, D 64,
+// B 8, N in {197, 1025}, forward (InferenceMode) and forward+backward (grad w.r.t. the leaf):
+//   general     sparse_attention(q, k, v) on contiguous [B, H, N, D], SPARSEVIT_STRUCTURED_KERNEL=0
+//   structured  the same call, structured kernel
+//   unpacked    the model's old path from qkv [B, N, 3C]: reshape/permute, q, k, v .contiguous(),
+//               sparse_attention (general kernel), transpose(1, 2).reshape(B, N, C)
+//   packed      sparse_attention_qkv(qkv, ...) (structured kernel): no copies
+//   packed_general  sparse_attention_qkv with the general kernel
+//
+//   SPARSEVIT_BENCH_THREADS=2 build/sparse_attention_bench --benchmark_filter=BM_Structured
+
+constexpr int64_t kModelBatch = 8;
+
+enum Variant { kGeneral = 0, kStructured = 1, kUnpacked = 2, kPacked = 3, kPackedGeneral = 4 };
+
+struct ModelProblem {
+  sparsevit::ops::PatternTensors pattern;
+  at::Tensor q, k, v, go4, qkv, go3;
+};
+
+const ModelProblem& model_problem(int64_t N) {
+  static std::map<int64_t, ModelProblem> cache;
+  auto it = cache.find(N);
+  if (it != cache.end()) return it->second;
+  sparsevit::patterns::MaskKwargs kw;
+  kw.set_scalar("w_min", "5").set_scalar("w_max", std::to_string(N / 3)).set_scalar("schedule", "wythoff");
+  sparsevit::patterns::MaskContext ctx;
+  ctx.num_tokens = N;
+  ctx.num_prefix_tokens = 1;
+  ctx.num_heads = kHeads;
+  ctx.head_dim = kDim;
+  ctx.num_layers = 12;
+  ctx.layer = 0;
+  const auto pattern = sparsevit::patterns::build_mask("fibo", ctx, kw);
+  ModelProblem p;
+  p.pattern = sparsevit::ops::PatternTensors::from_pattern(pattern);
+  at::manual_seed(0);
+  p.qkv = at::randn({kModelBatch, N, 3 * kHeads * kDim});
+  p.go3 = at::randn({kModelBatch, N, kHeads * kDim});
+  const at::Tensor t = p.qkv.view({kModelBatch, N, 3, kHeads, kDim}).permute({2, 0, 3, 1, 4});
+  p.q = t[0].contiguous();
+  p.k = t[1].contiguous();
+  p.v = t[2].contiguous();
+  p.go4 = p.go3.view({kModelBatch, N, kHeads, kDim}).transpose(1, 2).contiguous();
+  return cache.emplace(N, std::move(p)).first->second;
+}
+
+void BM_Structured(benchmark::State& state) {
+  const auto variant = static_cast<Variant>(state.range(0));
+  const int64_t N = state.range(1);
+  const bool backward = state.range(2) != 0;
+  if (const char* t = std::getenv("SPARSEVIT_BENCH_THREADS")) at::set_num_threads(std::atoi(t));
+  const bool general = variant == kGeneral || variant == kUnpacked || variant == kPackedGeneral;
+  if (general) {
+    setenv("SPARSEVIT_STRUCTURED_KERNEL", "0", 1);
+  } else {
+    unsetenv("SPARSEVIT_STRUCTURED_KERNEL");
+  }
+  const ModelProblem& p = model_problem(N);
+  const double scale = sparsevit::ops::default_scale(kDim);
+  const bool from_qkv = variant >= kUnpacked;
+  auto run = [&](const at::Tensor& x, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    if (variant == kUnpacked) {
+      const at::Tensor t = x.reshape({kModelBatch, N, 3, kHeads, kDim}).permute({2, 0, 3, 1, 4});
+      const at::Tensor o = sparsevit::ops::sparse_attention(t[0].contiguous(), t[1].contiguous(), t[2].contiguous(),
+                                                            p.pattern, scale);
+      return o.transpose(1, 2).reshape({kModelBatch, N, kHeads * kDim});
+    }
+    if (from_qkv) return sparsevit::ops::sparse_attention_qkv(x, kHeads, p.pattern, scale);
+    return sparsevit::ops::sparse_attention(q, k, v, p.pattern, scale);
+  };
+  for (auto _ : state) {
+    if (backward) {
+      if (from_qkv) {
+        const at::Tensor x = p.qkv.detach().requires_grad_(true);
+        const at::Tensor out = run(x, {}, {}, {});
+        auto g = torch::autograd::grad({out}, {x}, {p.go3});
+        benchmark::DoNotOptimize(g[0].data_ptr());
+      } else {
+        const at::Tensor q = p.q.detach().requires_grad_(true), k = p.k.detach().requires_grad_(true),
+                         v = p.v.detach().requires_grad_(true);
+        const at::Tensor out = run({}, q, k, v);
+        auto g = torch::autograd::grad({out}, {q, k, v}, {p.go4});
+        benchmark::DoNotOptimize(g[0].data_ptr());
+      }
+    } else {
+      c10::InferenceMode guard;
+      const at::Tensor out = run(p.qkv, p.q, p.k, p.v);
+      benchmark::DoNotOptimize(out.data_ptr());
+    }
+  }
+  unsetenv("SPARSEVIT_STRUCTURED_KERNEL");
+  static const char* names[] = {"general", "structured", "unpacked+general", "packed+structured",
+                                "packed+general"};
+  state.counters["density"] = p.pattern.density();
+  state.counters["threads"] = at::get_num_threads();
+  state.SetLabel(std::string(names[variant]) + (backward ? " fwd+bwd" : " fwd"));
+}
+
+void StructuredArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t N : {197, 1025})
+    for (int64_t backward : {0, 1})
+      for (int64_t m : {kGeneral, kStructured, kUnpacked, kPacked, kPackedGeneral}) b->Args({m, N, backward});
+  b->ArgNames({"variant", "N", "backward"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+}
+
+BENCHMARK(BM_Structured)->Apply(StructuredArgs);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -71,6 +71,14 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return op.call(q, k, v, row_ptr, col_idx, scale);
 }
 
+at::Tensor sparse_attention_qkv(const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                const at::Tensor& col_idx, double scale) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("sparsevit::sparse_attention_qkv", "")
+                       .typed<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&, const at::Tensor&, double)>();
+  return op.call(qkv, num_heads, row_ptr, col_idx, scale);
+}
+
 PatternTensors PatternTensors::from_pattern(const patterns::Pattern& pattern) {
   // Always normal tensors, even when the first conversion happens under InferenceMode: the cache
   // hands these same tensors to every later call, and inference tensors can be neither saved for
@@ -117,6 +125,15 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
     return sparse_attention(q, k, v, pattern.row_ptr.to(q.device()), pattern.col_idx.to(q.device()), scale);
   }
   return sparse_attention(q, k, v, pattern.row_ptr, pattern.col_idx, scale);
+}
+
+at::Tensor sparse_attention_qkv(const at::Tensor& qkv, int64_t num_heads, const PatternTensors& pattern,
+                                double scale) {
+  if (qkv.defined() && qkv.device() != pattern.row_ptr.device()) {
+    return sparse_attention_qkv(qkv, num_heads, pattern.row_ptr.to(qkv.device()), pattern.col_idx.to(qkv.device()),
+                                scale);
+  }
+  return sparse_attention_qkv(qkv, num_heads, pattern.row_ptr, pattern.col_idx, scale);
 }
 
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

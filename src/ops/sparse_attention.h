@@ -22,6 +22,14 @@ namespace sparsevit::ops {
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& row_ptr,
                             const at::Tensor& col_idx, double scale);
 
+// The packed op for a fused qkv projection: qkv [B, N, 3*H*D] exactly as Linear(C, 3C) returns it
+// (timm layout [B, N, 3, H, D]), H = num_heads. Returns out [B, N, H*D] (out[b, j, h*D + d]), ready
+// for the output projection: the same as sparse_attention(q, k, v, ...).transpose(1, 2).reshape(B, N, H*D)
+// with q, k, v the three [B, H, N, D] views, but without any permute/contiguous copy, forward or
+// backward (d(qkv) comes back as one [B, N, 3*H*D] tensor).
+at::Tensor sparse_attention_qkv(const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                const at::Tensor& col_idx, double scale);
+
 // A Pattern's CSR as the operator takes it: int32 CPU tensors row_ptr [H, N+1] and col_idx
 // [H, max_edges] (rows zero-padded). Hold one of these next to a layer to skip all conversion.
 struct PatternTensors {
@@ -38,6 +46,9 @@ struct PatternTensors {
 
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const PatternTensors& pattern, double scale);
+
+at::Tensor sparse_attention_qkv(const at::Tensor& qkv, int64_t num_heads, const PatternTensors& pattern,
+                                double scale);
 
 // Converts through pattern_tensors(), then calls the op.
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -1,8 +1,11 @@
 #include "ops/sparse_attention_inputs.h"
 
+#include "ops/cpu/sparse_attention_cpu_kernels.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <list>
@@ -32,6 +35,25 @@ struct IndexReader {
   int64_t operator[](int64_t i) const { return i32 ? i32[i] : i64[i]; }
 };
 
+// row_ptr [H, N+1] and col_idx [H, nnz_max], int32/int64, for the shape s (sets s.nnz_stride).
+// `what`/`sizes` name the tensor the shape came from in the messages.
+void check_index_tensors(const char* op, AttentionShape& s, const at::Tensor& row_ptr, const at::Tensor& col_idx,
+                         const char* what, at::IntArrayRef sizes) {
+  TORCH_CHECK(row_ptr.defined() && col_idx.defined(), op, ": row_ptr and col_idx must be defined tensors");
+  TORCH_CHECK(is_index_type(row_ptr.scalar_type()), op, ": row_ptr must be int32 or int64, got ",
+              row_ptr.scalar_type());
+  TORCH_CHECK(is_index_type(col_idx.scalar_type()), op, ": col_idx must be int32 or int64, got ",
+              col_idx.scalar_type());
+  TORCH_CHECK(row_ptr.dim() == 2 && row_ptr.size(0) == s.layer.num_heads && row_ptr.size(1) == s.layer.num_tokens + 1, op,
+              ": row_ptr must be [H, N+1] = [", s.layer.num_heads, ", ", s.layer.num_tokens + 1, "] for ", what, " of shape ", sizes,
+              ", got ", row_ptr.sizes());
+  TORCH_CHECK(col_idx.dim() == 2 && col_idx.size(0) == s.layer.num_heads, op, ": col_idx must be [H, nnz_max] with H = ",
+              s.layer.num_heads, ", got ", col_idx.sizes());
+  s.nnz_stride = col_idx.size(1);
+  TORCH_CHECK(s.layer.num_tokens < std::numeric_limits<int32_t>::max() && s.nnz_stride < std::numeric_limits<int32_t>::max(),
+              op, ": N and nnz_max must be below 2^31, got N = ", s.layer.num_tokens, ", nnz_max = ", s.nnz_stride);
+}
+
 }  // namespace
 
 AttentionShape check_attention_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -46,20 +68,23 @@ AttentionShape check_attention_inputs(const char* op, const at::Tensor& q, const
               ": q, k, v must have one dtype, got ", q.scalar_type(), ", ", k.scalar_type(), ", ", v.scalar_type());
   TORCH_CHECK(k.device() == q.device() && v.device() == q.device(), op, ": q, k, v must be on one device, got ",
               q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(row_ptr.defined() && col_idx.defined(), op, ": row_ptr and col_idx must be defined tensors");
-  TORCH_CHECK(is_index_type(row_ptr.scalar_type()), op, ": row_ptr must be int32 or int64, got ",
-              row_ptr.scalar_type());
-  TORCH_CHECK(is_index_type(col_idx.scalar_type()), op, ": col_idx must be int32 or int64, got ",
-              col_idx.scalar_type());
   AttentionShape s = AttentionShape::of(q.size(0), q.size(1), q.size(2), q.size(3), 0);
-  TORCH_CHECK(row_ptr.dim() == 2 && row_ptr.size(0) == s.layer.num_heads && row_ptr.size(1) == s.layer.num_tokens + 1, op,
-              ": row_ptr must be [H, N+1] = [", s.layer.num_heads, ", ", s.layer.num_tokens + 1, "] for q of shape ", q.sizes(),
-              ", got ", row_ptr.sizes());
-  TORCH_CHECK(col_idx.dim() == 2 && col_idx.size(0) == s.layer.num_heads, op, ": col_idx must be [H, nnz_max] with H = ",
-              s.layer.num_heads, ", got ", col_idx.sizes());
-  s.nnz_stride = col_idx.size(1);
-  TORCH_CHECK(s.layer.num_tokens < std::numeric_limits<int32_t>::max() && s.nnz_stride < std::numeric_limits<int32_t>::max(),
-              op, ": N and nnz_max must be below 2^31, got N = ", s.layer.num_tokens, ", nnz_max = ", s.nnz_stride);
+  check_index_tensors(op, s, row_ptr, col_idx, "q", q.sizes());
+  return s;
+}
+
+AttentionShape check_qkv_inputs(const char* op, const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                const at::Tensor& col_idx) {
+  TORCH_CHECK(qkv.defined(), op, ": qkv must be a defined tensor");
+  TORCH_CHECK(qkv.dim() == 3, op,
+              ": qkv must be [B, N, 3*H*D] (the fused qkv projection's output), got a tensor of shape ", qkv.sizes());
+  TORCH_CHECK(num_heads > 0, op, ": num_heads must be positive, got ", num_heads);
+  TORCH_CHECK(qkv.size(2) > 0 && qkv.size(2) % (3 * num_heads) == 0, op, ": the last dim of qkv (", qkv.size(2),
+              ") must be a positive multiple of 3 * num_heads = ", 3 * num_heads, " ([B, N, 3, H, D] flattened)");
+  TORCH_CHECK(is_supported_float(qkv.scalar_type()), op, ": qkv must be float32, float64, bfloat16 or float16, got ",
+              qkv.scalar_type());
+  AttentionShape s = AttentionShape::of(qkv.size(0), num_heads, qkv.size(1), qkv.size(2) / (3 * num_heads), 0);
+  check_index_tensors(op, s, row_ptr, col_idx, "qkv", qkv.sizes());
   return s;
 }
 
@@ -144,6 +169,81 @@ TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape) 
   return t;
 }
 
+std::optional<DiagonalPlanTensors> detect_diagonal_structure(const CsrIndices& csr, const AttentionShape& shape) {
+  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, nnz = shape.nnz_stride;
+  const int32_t* rp_all = csr.row_ptr.data_ptr<int32_t>();
+  const int32_t* ci_all = csr.col_idx.data_ptr<int32_t>();
+  std::vector<int32_t> delta_ptr{0}, deltas, global_ptr{0}, globals, global_pos;
+  std::vector<uint8_t> is_global(static_cast<size_t>(H * N), 0);
+  std::vector<int64_t> col_count(static_cast<size_t>(N));
+  std::vector<char> has_offset(static_cast<size_t>(N));
+  int64_t max_slots = 0;
+  for (int64_t h = 0; h < H; ++h) {
+    const int32_t* rp = rp_all + h * (N + 1);
+    const int32_t* ci = ci_all + h * nnz;
+    uint8_t* isg = is_global.data() + h * N;
+    std::fill(col_count.begin(), col_count.end(), 0);
+    for (int64_t e = rp[0]; e < rp[N]; ++e) ++col_count[static_cast<size_t>(ci[e])];
+    std::vector<int32_t> g_h;
+    for (int64_t j = 0; j < N; ++j) {
+      if (rp[j + 1] - rp[j] == N && col_count[static_cast<size_t>(j)] == N) {
+        isg[j] = 1;
+        g_h.push_back(static_cast<int32_t>(j));
+      }
+    }
+    std::fill(has_offset.begin(), has_offset.end(), 0);
+    for (int64_t j = 0; j < N; ++j) {
+      if (isg[j]) continue;
+      for (int64_t e = rp[j]; e < rp[j + 1]; ++e) {
+        const int64_t k = ci[e];
+        if (!isg[k]) has_offset[static_cast<size_t>(std::abs(j - k))] = 1;
+      }
+    }
+    std::vector<int32_t> offsets;
+    for (int64_t o = 0; o < N; ++o)
+      if (has_offset[static_cast<size_t>(o)]) offsets.push_back(static_cast<int32_t>(o));
+    const int64_t n_deltas = 2 * static_cast<int64_t>(offsets.size()) - (!offsets.empty() && offsets[0] == 0 ? 1 : 0);
+    if (n_deltas + static_cast<int64_t>(g_h.size()) > cpu::kMaxDiagonalSlots) return std::nullopt;
+    // Verify: each non-global row lists exactly the reconstruction's number of keys.
+    for (int64_t j = 0; j < N; ++j) {
+      if (isg[j]) continue;
+      int64_t expected = static_cast<int64_t>(g_h.size());
+      for (const int32_t o : offsets) {
+        if (j - o >= 0 && !isg[j - o]) ++expected;
+        if (o > 0 && j + o < N && !isg[j + o]) ++expected;
+      }
+      if (rp[j + 1] - rp[j] != expected) return std::nullopt;
+    }
+    for (auto it = offsets.rbegin(); it != offsets.rend(); ++it)
+      if (*it > 0) deltas.push_back(-*it);
+    for (const int32_t o : offsets) deltas.push_back(o);
+    delta_ptr.push_back(static_cast<int32_t>(deltas.size()));
+    for (const int32_t g : g_h) {
+      const size_t base = global_pos.size();
+      global_pos.resize(base + static_cast<size_t>(N));
+      for (int64_t e = rp[g]; e < rp[g + 1]; ++e) global_pos[base + static_cast<size_t>(ci[e])] = static_cast<int32_t>(e);
+    }
+    globals.insert(globals.end(), g_h.begin(), g_h.end());
+    global_ptr.push_back(static_cast<int32_t>(globals.size()));
+    max_slots = std::max<int64_t>(max_slots, n_deltas + static_cast<int64_t>(g_h.size()));
+  }
+  auto to_tensor = [](const auto& v, at::ScalarType t) {
+    using E = typename std::decay_t<decltype(v)>::value_type;
+    at::Tensor x = at::empty({static_cast<int64_t>(v.size())}, at::TensorOptions().dtype(t));
+    if (!v.empty()) std::memcpy(x.data_ptr(), v.data(), v.size() * sizeof(E));
+    return x;
+  };
+  DiagonalPlanTensors plan;
+  plan.delta_ptr = to_tensor(delta_ptr, at::kInt);
+  plan.deltas = to_tensor(deltas, at::kInt);
+  plan.global_ptr = to_tensor(global_ptr, at::kInt);
+  plan.globals = to_tensor(globals, at::kInt);
+  plan.is_global = to_tensor(is_global, at::kByte);
+  plan.global_pos = to_tensor(global_pos, at::kInt);
+  plan.max_slots = max_slots;
+  return plan;
+}
+
 namespace {
 
 // One prepared pair. The tensors' addresses only find the entry; whether it applies is decided
@@ -189,6 +289,7 @@ std::shared_ptr<const PreparedEntry> prepare(const char* op, const at::Tensor& r
   p->csr.row_ptr = private_copy(p->csr.row_ptr, row_ptr);
   p->csr.col_idx = private_copy(p->csr.col_idx, col_idx);
   p->transposed = transpose_csr(p->csr, shape);
+  p->diagonal = detect_diagonal_structure(p->csr, shape);
   auto e = std::make_shared<PreparedEntry>();
   e->row_ptr_impl = row_ptr.unsafeGetTensorImpl();
   e->col_idx_impl = col_idx.unsafeGetTensorImpl();

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "util/attention_geometry.h"
 
@@ -36,6 +37,11 @@ struct AttentionShape {
 AttentionShape check_attention_inputs(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const at::Tensor& row_ptr, const at::Tensor& col_idx);
 
+// qkv: [B, N, 3*H*D] as Linear(C, 3C) produces it (timm: viewed as [B, N, 3, H, D]), H =
+// num_heads; its last dim must be a positive multiple of 3*num_heads. Same index checks.
+AttentionShape check_qkv_inputs(const char* op, const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                const at::Tensor& col_idx);
+
 // Contiguous int32 CPU copies (or the inputs themselves when already so) after checking every
 // value: 0 <= row_ptr[h,0] <= ... <= row_ptr[h,N] <= nnz_max, 0 <= col < N, no key twice in a row.
 struct CsrIndices {
@@ -55,10 +61,34 @@ struct TransposedCsr {
 };
 TransposedCsr transpose_csr(const CsrIndices& csr, const AttentionShape& shape);
 
-// The checked int32 CSR of a pattern and its transpose.
+// Diagonal structure recovered from a CSR (Fibottention, local/dilated windows, Longformer, ...):
+// per head h, Omega_h = {(j, k): |j - k| in offsets_h} U rows and columns of the global tokens G_h.
+// Found by detect_diagonal_structure and verified to reproduce the CSR exactly; the structured
+// kernels address keys j + delta directly instead of walking the CSR.
+struct DiagonalPlanTensors {
+  at::Tensor delta_ptr;   // int32 [H+1]: head h's signed deltas are deltas[delta_ptr[h] : delta_ptr[h+1]]
+  at::Tensor deltas;      // int32: {-o, +o : o in offsets_h}, ascending (0 once if the main diagonal is in)
+  at::Tensor global_ptr;  // int32 [H+1]
+  at::Tensor globals;     // int32: head h's global tokens, ascending
+  at::Tensor is_global;   // uint8 [H, N]
+  at::Tensor global_pos;  // int32 [globals.size * N]: CSR position of key k in global row g (entry (g, k))
+  int64_t max_slots = 0;  // max over heads of |deltas_h| + |G_h| (<= cpu::kMaxDiagonalSlots)
+};
+
+// The diagonal structure of the whole pattern, or nullopt when any head is not exactly such a
+// union (then every head uses the general CSR kernels: one kernel per call keeps the scheduling
+// and the workspaces simple). Global tokens of head h: tokens whose row lists all N keys and whose
+// column is listed by all N rows. Offsets: |j - k| over the other entries. Verified by counting:
+// every non-global row must list exactly |G_h| + #{k not global : |j - k| in offsets_h} keys
+// (the CSR has no duplicates, so the listed set, a subset of the reconstruction, equals it).
+// Also nullopt when a head needs more than cpu::kMaxDiagonalSlots deltas + globals.
+std::optional<DiagonalPlanTensors> detect_diagonal_structure(const CsrIndices& csr, const AttentionShape& shape);
+
+// The checked int32 CSR of a pattern, its transpose and its diagonal structure (if any).
 struct PreparedCsr {
   CsrIndices csr;
   TransposedCsr transposed;
+  std::optional<DiagonalPlanTensors> diagonal;
 };
 
 // prepare_csr + transpose_csr, done once per (row_ptr, col_idx) pair and then reused while

@@ -107,4 +107,35 @@ TEST(OpLibrary, DoubleBackwardIsRefusedNotSilentlyDetached) {
   }
 }
 
+// The packed op by name: qkv [B, N, 3*H*D] as a fused projection returns it, out [B, N, H*D],
+// against the same plain-ATen attention on the [B, N, 3, H, D] views, output and d(qkv).
+TEST(OpLibrary, PackedQkvOpLoadedByNameMatchesPlainAtenAttention) {
+  sparse_attention_op();  // loads the library
+  torch::manual_seed(6);
+  const auto op = c10::Dispatcher::singleton()
+                      .findSchemaOrThrow("sparsevit::sparse_attention_qkv", "")
+                      .typed<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&, const at::Tensor&, double)>();
+  for (const auto& [N, D] : std::vector<std::pair<int64_t, int64_t>>{{13, 16}, {50, 64}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " D=" + std::to_string(D));
+    const int64_t B = 2, H = 3;
+    at::Tensor mask;
+    const auto [row_ptr, col_idx] = random_csr(H, N, 0.2, mask);
+    const at::Tensor qkv = torch::randn({B, N, 3 * H * D}, at::TensorOptions().dtype(at::kDouble).requires_grad(true));
+    const double scale = 0.3;
+    const at::Tensor out = op.call(qkv, H, row_ptr, col_idx, scale);
+    ASSERT_EQ(out.sizes(), (std::vector<int64_t>{B, N, H * D}));
+    const at::Tensor t = qkv.view({B, N, 3, H, D}).permute({2, 0, 3, 1, 4});
+    const at::Tensor q = t[0], k = t[1], v = t[2];
+    const at::Tensor probs = at::softmax((at::matmul(q, k.transpose(-2, -1)) * scale)
+                                             .masked_fill(mask.logical_not(), -INFINITY), -1)
+                                 .nan_to_num(0.0);
+    const at::Tensor expected = at::matmul(probs, v).transpose(1, 2).reshape({B, N, H * D});
+    EXPECT_LT((out - expected).abs().max().item<double>(), 1e-9);
+    const at::Tensor grad_out = at::randn_like(out);
+    const at::Tensor got = torch::autograd::grad({out}, {qkv}, {grad_out})[0];
+    const at::Tensor want = torch::autograd::grad({expected}, {qkv}, {grad_out})[0];
+    EXPECT_LT((got - want).abs().max().item<double>(), 1e-9);
+  }
+}
+
 }  // namespace

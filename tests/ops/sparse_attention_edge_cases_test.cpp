@@ -289,10 +289,10 @@ TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
     for (const cpu::KernelTable* t : tables) {
       at::Tensor out = at::empty_like(q), lse = at::empty({B, H, N});
       cpu::ForwardParams<float> p;
-      p.q = q.data_ptr<float>();
-      p.k = k.data_ptr<float>();
-      p.v = v.data_ptr<float>();
-      p.out = out.data_ptr<float>();
+      p.q = cpu::TokenTensor<const float>::dense(q.data_ptr<float>(), H, N, D);
+      p.k = cpu::TokenTensor<const float>::dense(k.data_ptr<float>(), H, N, D);
+      p.v = cpu::TokenTensor<const float>::dense(v.data_ptr<float>(), H, N, D);
+      p.out = cpu::TokenTensor<float>::dense(out.data_ptr<float>(), H, N, D);
       p.lse = lse.data_ptr<float>();
       p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
       p.col_idx = ci.col_idx.data_ptr<int32_t>();
@@ -315,11 +315,11 @@ TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
       b.k = p.k;
       b.v = p.v;
       b.out = p.out;
-      b.grad_out = go.data_ptr<float>();
+      b.grad_out = cpu::TokenTensor<const float>::dense(go.data_ptr<float>(), H, N, D);
       b.lse = p.lse;
-      b.grad_q = dq.data_ptr<float>();
-      b.grad_k = dk.data_ptr<float>();
-      b.grad_v = dv.data_ptr<float>();
+      b.grad_q = cpu::TokenTensor<float>::dense(dq.data_ptr<float>(), H, N, D);
+      b.grad_k = cpu::TokenTensor<float>::dense(dk.data_ptr<float>(), H, N, D);
+      b.grad_v = cpu::TokenTensor<float>::dense(dv.data_ptr<float>(), H, N, D);
       b.edge_p = ep.data_ptr<float>();
       b.edge_ds = eds.data_ptr<float>();
       b.row_ptr = p.row_ptr;

@@ -1,4 +1,4 @@
-// Autograd for sparsevit::sparse_attention: the forward and backward call the private ops through
+// Autograd for sparsevit::sparse_attention and sparsevit::sparse_attention_qkv: the forward and backward call the private ops through
 // the dispatcher, so each backend (CPU now, CUDA later) only registers kernels.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/autograd.h>
@@ -111,12 +111,110 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_autograd(const at::T
   return {r[0], r[1]};
 }
 
+// ---- packed qkv ----------------------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor> call_qkv_forward(const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                                    const at::Tensor& col_idx, double scale) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("sparsevit::_sparse_attention_qkv_forward", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, int64_t, const at::Tensor&,
+                                                                 const at::Tensor&, double)>();
+  return op.call(qkv, num_heads, row_ptr, col_idx, scale);
+}
+
+at::Tensor call_qkv_backward(const at::Tensor& grad_out, const at::Tensor& qkv, const at::Tensor& out,
+                             const at::Tensor& lse, int64_t num_heads, const at::Tensor& row_ptr,
+                             const at::Tensor& col_idx, double scale) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("sparsevit::_sparse_attention_qkv_backward", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                         int64_t, const at::Tensor&, const at::Tensor&, double)>();
+  return op.call(grad_out, qkv, out, lse, num_heads, row_ptr, col_idx, scale);
+}
+
+class SparseAttentionQkvFunction : public torch::autograd::Function<SparseAttentionQkvFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv,
+                                                int64_t num_heads, const at::Tensor& row_ptr,
+                                                const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, lse] = call_qkv_forward(qkv, num_heads, row_ptr, col_idx, scale);
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["num_heads"] = num_heads;
+    ctx->save_for_backward({qkv, out, lse, row_ptr, col_idx});
+    return {out};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const int64_t num_heads = ctx->saved_data["num_heads"].toInt();
+    at::Tensor dqkv =
+        call_qkv_backward(grad_outputs[0], saved[0], saved[1], saved[2], num_heads, saved[3], saved[4], scale);
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor sparse_attention_qkv_autograd(const at::Tensor& qkv, int64_t num_heads, const at::Tensor& row_ptr,
+                                         const at::Tensor& col_idx, double scale) {
+  return SparseAttentionQkvFunction::apply(qkv, num_heads, row_ptr, col_idx, scale)[0];
+}
+
+class SparseAttentionQkvBackwardFunction : public torch::autograd::Function<SparseAttentionQkvBackwardFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext*, const at::Tensor& grad_out,
+                                                const at::Tensor& qkv, const at::Tensor& out, const at::Tensor& lse,
+                                                int64_t num_heads, const at::Tensor& row_ptr,
+                                                const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return {call_qkv_backward(grad_out, qkv, out, lse, num_heads, row_ptr, col_idx, scale)};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list) {
+    TORCH_CHECK(false,
+                "double backward of sparsevit::sparse_attention_qkv is not supported (its gradient is computed by "
+                "sparsevit::_sparse_attention_qkv_backward, which has no derivative)");
+  }
+};
+
+at::Tensor sparse_attention_qkv_backward_autograd(const at::Tensor& grad_out, const at::Tensor& qkv,
+                                                  const at::Tensor& out, const at::Tensor& lse, int64_t num_heads,
+                                                  const at::Tensor& row_ptr, const at::Tensor& col_idx, double scale) {
+  return SparseAttentionQkvBackwardFunction::apply(grad_out, qkv, out, lse, num_heads, row_ptr, col_idx, scale)[0];
+}
+
+class SparseAttentionQkvForwardFunction : public torch::autograd::Function<SparseAttentionQkvForwardFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext*, const at::Tensor& qkv,
+                                                int64_t num_heads, const at::Tensor& row_ptr,
+                                                const at::Tensor& col_idx, double scale) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [out, lse] = call_qkv_forward(qkv, num_heads, row_ptr, col_idx, scale);
+    return {out, lse};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list) {
+    TORCH_CHECK(false,
+                "sparsevit::_sparse_attention_qkv_forward has no derivative; differentiate "
+                "sparsevit::sparse_attention_qkv instead");
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> sparse_attention_qkv_forward_autograd(const at::Tensor& qkv, int64_t num_heads,
+                                                                         const at::Tensor& row_ptr,
+                                                                         const at::Tensor& col_idx, double scale) {
+  const auto r = SparseAttentionQkvForwardFunction::apply(qkv, num_heads, row_ptr, col_idx, scale);
+  return {r[0], r[1]};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(sparsevit, Autograd, m) {
   m.impl("sparse_attention", TORCH_FN(sparse_attention_autograd));
   m.impl("_sparse_attention_forward", TORCH_FN(sparse_attention_forward_autograd));
   m.impl("_sparse_attention_backward", TORCH_FN(sparse_attention_backward_autograd));
+  m.impl("sparse_attention_qkv", TORCH_FN(sparse_attention_qkv_autograd));
+  m.impl("_sparse_attention_qkv_forward", TORCH_FN(sparse_attention_qkv_forward_autograd));
+  m.impl("_sparse_attention_qkv_backward", TORCH_FN(sparse_attention_qkv_backward_autograd));
 }
 
 }  // namespace sparsevit::ops

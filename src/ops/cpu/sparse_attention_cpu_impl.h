@@ -164,28 +164,28 @@ inline void axpy4(T* o, const T* c, const T* y0, const T* y1, const T* y2, const
   for (; d < D; ++d) o[d] += c[0] * y0[d] + c[1] * y1[d] + c[2] * y2[d] + c[3] * y3[d];
 }
 
-// o = sum_t c[t] * base[idx[t] * D]  (o zeroed first), four rows per pass; `idx` indexes `c`
-// directly when cidx is null, else c[cidx[t]].
+// o = sum_t c[t] * base[idx[t] * ld]  (o zeroed first), four rows per pass; `idx` indexes `c`
+// directly when cidx is null, else c[cidx[t]]. `ld`: the row stride of base.
 template <typename T>
 inline void gather_weighted_sum(T* o, const T* c, const int32_t* cidx, const int32_t* idx, int64_t n,
-                                const T* base, int64_t D) {
+                                const T* base, int64_t D, int64_t ld) {
   zero_row(o, D);
   int64_t t = 0;
   T cc[4];
   for (; t + 4 <= n; t += 4) {
     for (int i = 0; i < 4; ++i) cc[i] = cidx ? c[cidx[t + i]] : c[t + i];
-    axpy4(o, cc, base + idx[t] * D, base + idx[t + 1] * D, base + idx[t + 2] * D, base + idx[t + 3] * D, D);
+    axpy4(o, cc, base + idx[t] * ld, base + idx[t + 1] * ld, base + idx[t + 2] * ld, base + idx[t + 3] * ld, D);
   }
-  for (; t < n; ++t) axpy1(o, cidx ? c[cidx[t]] : c[t], base + idx[t] * D, D);
+  for (; t < n; ++t) axpy1(o, cidx ? c[cidx[t]] : c[t], base + idx[t] * ld, D);
 }
 
-// s[t] = x . base[idx[t] * D]
+// s[t] = x . base[idx[t] * ld]
 template <typename T>
-inline void gather_dots(const T* x, const int32_t* idx, int64_t n, const T* base, int64_t D, T* s) {
+inline void gather_dots(const T* x, const int32_t* idx, int64_t n, const T* base, int64_t D, int64_t ld, T* s) {
   int64_t t = 0;
   for (; t + 4 <= n; t += 4)
-    dot4(x, base + idx[t] * D, base + idx[t + 1] * D, base + idx[t + 2] * D, base + idx[t + 3] * D, D, s + t);
-  for (; t < n; ++t) s[t] = dot1(x, base + idx[t] * D, D);
+    dot4(x, base + idx[t] * ld, base + idx[t + 1] * ld, base + idx[t + 2] * ld, base + idx[t + 3] * ld, D, s + t);
+  for (; t < n; ++t) s[t] = dot1(x, base + idx[t] * ld, D);
 }
 
 // ---- exp ------------------------------------------------------------------------------------
@@ -323,37 +323,38 @@ struct FixedRow {
   }
 };
 
-// s[t] = x . base[idx[t] * D] with x held in registers.
+// s[t] = x . base[idx[t] * ld] with x held in registers.
 template <typename T, int kD>
-inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, T* s) {
+inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, int64_t ld,
+                              T* s) {
   int64_t t = 0;
   for (; t + 4 <= n; t += 4) {
-    const T* y0 = base + static_cast<int64_t>(idx[t]) * kD;
-    const T* y1 = base + static_cast<int64_t>(idx[t + 1]) * kD;
-    const T* y2 = base + static_cast<int64_t>(idx[t + 2]) * kD;
-    const T* y3 = base + static_cast<int64_t>(idx[t + 3]) * kD;
+    const T* y0 = base + static_cast<int64_t>(idx[t]) * ld;
+    const T* y1 = base + static_cast<int64_t>(idx[t + 1]) * ld;
+    const T* y2 = base + static_cast<int64_t>(idx[t + 2]) * ld;
+    const T* y3 = base + static_cast<int64_t>(idx[t + 3]) * ld;
     s[t] = x.dot(y0);
     s[t + 1] = x.dot(y1);
     s[t + 2] = x.dot(y2);
     s[t + 3] = x.dot(y3);
   }
-  for (; t < n; ++t) s[t] = x.dot(base + static_cast<int64_t>(idx[t]) * kD);
+  for (; t < n; ++t) s[t] = x.dot(base + static_cast<int64_t>(idx[t]) * ld);
 }
 
 // acc = sum_t c[t or cidx[t]] * base[idx[t] * D]; two accumulator sets (even/odd terms) keep
 // twice as many independent FMA chains in flight, combined once at the end.
 template <typename T, int kD>
 inline void fixed_gather_weighted_sum(FixedRow<T, kD>& acc, const T* c, const int32_t* cidx, const int32_t* idx,
-                                      int64_t n, const T* base) {
+                                      int64_t n, const T* base, int64_t ld) {
   FixedRow<T, kD> a0, a1;
   a0.zero();
   a1.zero();
   int64_t t = 0;
   for (; t + 2 <= n; t += 2) {
-    a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * kD);
-    a1.axpy(cidx ? c[cidx[t + 1]] : c[t + 1], base + static_cast<int64_t>(idx[t + 1]) * kD);
+    a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * ld);
+    a1.axpy(cidx ? c[cidx[t + 1]] : c[t + 1], base + static_cast<int64_t>(idx[t + 1]) * ld);
   }
-  if (t < n) a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * kD);
+  if (t < n) a0.axpy(cidx ? c[cidx[t]] : c[t], base + static_cast<int64_t>(idx[t]) * ld);
   a0.add(a1);
   acc = a0;
 }
@@ -520,7 +521,8 @@ SV_INLINE V<T> block_dots(RowPtr row_ptr, KeyPtr key_ptr) {
 // s[t] = x . base[idx[t] * D] for a long row: W keys per step reduced together by the
 // transposing tree (one vector store per W keys), the rest four at a time.
 template <typename T, int kD>
-inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, T* s) {
+inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base,
+                                   int64_t ld, T* s) {
   constexpr int W = static_cast<int>(kLanes<T>);
   constexpr int C = kD / W;
   constexpr ReduceLanes<W> lanes{};
@@ -529,7 +531,7 @@ inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx,
     V<T> acc[W];
 #pragma GCC unroll 16
     for (int i = 0; i < W; ++i) {
-      const T* y = base + static_cast<int64_t>(idx[t + lanes.lane_of_input[i]]) * kD;
+      const T* y = base + static_cast<int64_t>(idx[t + lanes.lane_of_input[i]]) * ld;
       V<T> a = x.r[0] * vload(y);
 #pragma GCC unroll 16
       for (int c = 1; c < C; ++c) a += x.r[c] * vload(y + c * W);
@@ -537,23 +539,26 @@ inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx,
     }
     vstore(s + t, transpose_reduce<T>(acc));
   }
-  fixed_gather_dots(x, idx + t, n - t, base, s + t);
+  fixed_gather_dots(x, idx + t, n - t, base, ld, s + t);
 }
 
 template <typename T, int kD>
 void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
   constexpr int W = static_cast<int>(kLanes<T>);
   const int64_t N = p.tokens;
-  const T* qb = p.q + b.bh * N * kD;
-  const T* kb = p.k + b.bh * N * kD;
-  const T* vb = p.v + b.bh * N * kD;
+  const int64_t H = p.heads;
+  const T* qb = p.q.head(b.bh, H);
+  const T* kb = p.k.head(b.bh, H);
+  const T* vb = p.v.head(b.bh, H);
+  T* ob = p.out.head(b.bh, H);
+  const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n;
   const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
   alignas(64) T tile[kBlockMaxKeys * W];
   const V<T> ninf = vsplat(-std::numeric_limits<T>::infinity());
   V<T> m = ninf;
   for (int64_t t = 0; t < b.steps; ++t) {
-    V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * kD; },
-                               [&](int r) { return kb + b.key(cols, r, t) * kD; });
+    V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * sq; },
+                               [&](int r) { return kb + b.key(cols, r, t) * sk; });
     s = b.active(t) ? s * p.scale : ninf;
     vstore(tile + t * W, s);
     m = s > m ? s : m;
@@ -576,7 +581,7 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
   for (int r = 0; r < b.n; ++r) {
     if (b.is_long[r]) continue;
     const int64_t row = b.bh * N + b.j0 + r;
-    T* o = p.out + row * kD;
+    T* o = ob + (b.j0 + r) * so;
     if (b.len[r] == 0) {
       zero_row(o, kD);
       p.lse[row] = -std::numeric_limits<T>::infinity();
@@ -588,10 +593,10 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
     const int32_t* keys = cols + b.start[r];
     int64_t t = 0;
     for (; t + 2 <= b.len[r]; t += 2) {
-      a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * kD);
-      a1.axpy(tile[(t + 1) * W + r], vb + static_cast<int64_t>(keys[t + 1]) * kD);
+      a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * sv);
+      a1.axpy(tile[(t + 1) * W + r], vb + static_cast<int64_t>(keys[t + 1]) * sv);
     }
-    if (t < b.len[r]) a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * kD);
+    if (t < b.len[r]) a0.axpy(tile[t * W + r], vb + static_cast<int64_t>(keys[t]) * sv);
     a0.add(a1);
     a0.store(o, T(1) / lv[r]);
     p.lse[row] = lsev[r];
@@ -604,11 +609,15 @@ void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
   constexpr int W = static_cast<int>(kLanes<T>);
   const int64_t N = p.tokens;
   const int64_t base = b.bh * N;
-  const T* qb = p.q + base * kD;
-  const T* kb = p.k + base * kD;
-  const T* vb = p.v + base * kD;
-  const T* ob = p.out + base * kD;
-  const T* gb = p.grad_out + base * kD;
+  const int64_t H = p.heads;
+  const T* qb = p.q.head(b.bh, H);
+  const T* kb = p.k.head(b.bh, H);
+  const T* vb = p.v.head(b.bh, H);
+  const T* ob = p.out.head(b.bh, H);
+  const T* gb = p.grad_out.head(b.bh, H);
+  T* dqb = p.grad_q.head(b.bh, H);
+  const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n,
+                sg = p.grad_out.stride_n, sdq = p.grad_q.stride_n;
   const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
   alignas(64) T ptile[kBlockMaxKeys * W], dstile[kBlockMaxKeys * W];
   alignas(64) T lse_l[W], di_l[W];
@@ -618,24 +627,23 @@ void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
     if (r < b.n && b.len[r] > 0) {
       lse_l[r] = p.lse[base + b.j0 + r];
       FixedRow<T, kD> g;
-      g.load(gb + (b.j0 + r) * kD);
-      di_l[r] = g.dot(ob + (b.j0 + r) * kD);
+      g.load(gb + (b.j0 + r) * sg);
+      di_l[r] = g.dot(ob + (b.j0 + r) * so);
     }
   }
   const V<T> lse = vload(lse_l), di = vload(di_l);
   for (int64_t t = 0; t < b.steps; ++t) {
-    const V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * kD; },
-                                     [&](int r) { return kb + b.key(cols, r, t) * kD; });
-    const V<T> dp = block_dots<T, kD>([&](int r) { return gb + b.row(r) * kD; },
-                                      [&](int r) { return vb + b.key(cols, r, t) * kD; });
+    const V<T> s = block_dots<T, kD>([&](int r) { return qb + b.row(r) * sq; },
+                                     [&](int r) { return kb + b.key(cols, r, t) * sk; });
+    const V<T> dp = block_dots<T, kD>([&](int r) { return gb + b.row(r) * sg; },
+                                      [&](int r) { return vb + b.key(cols, r, t) * sv; });
     const V<T> pr = b.active(t) ? vexp_any<T>(s * p.scale - lse) : V<T>{};
     vstore(ptile + t * W, pr);
     vstore(dstile + t * W, pr * (dp - di));
   }
   for (int r = 0; r < b.n; ++r) {
     if (b.is_long[r]) continue;
-    const int64_t row = base + b.j0 + r;
-    T* dq = p.grad_q + row * kD;
+    T* dq = dqb + (b.j0 + r) * sdq;
     const int64_t len = b.len[r];
     if (len == 0) {
       zero_row(dq, kD);
@@ -653,13 +661,13 @@ void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
       P[t + 1] = ptile[(t + 1) * W + r];
       dS[t] = dstile[t * W + r];
       dS[t + 1] = dstile[(t + 1) * W + r];
-      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * kD);
-      a1.axpy(dS[t + 1], kb + static_cast<int64_t>(keys[t + 1]) * kD);
+      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * sk);
+      a1.axpy(dS[t + 1], kb + static_cast<int64_t>(keys[t + 1]) * sk);
     }
     if (t < len) {
       P[t] = ptile[t * W + r];
       dS[t] = dstile[t * W + r];
-      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * kD);
+      a0.axpy(dS[t], kb + static_cast<int64_t>(keys[t]) * sk);
     }
     a0.add(a1);
     a0.store(dq, p.scale);
@@ -675,21 +683,22 @@ void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T*
     const int64_t r = rc.r, bh = rc.bh;
     const int32_t* rp = p.row_ptr + rc.h * (N + 1);
     const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
-    T* o = p.out + r * D;
+    T* o = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
     if (nk == 0) {
       zero_row(o, D);
       p.lse[r] = -std::numeric_limits<T>::infinity();
       continue;
     }
     const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
-    const T* kb = p.k + bh * N * D;
-    const T* vb = p.v + bh * N * D;
+    const T* kb = p.k.head(bh, p.heads);
+    const T* vb = p.v.head(bh, p.heads);
+    const T* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
     if constexpr (kD > 0) {
       FixedRow<T, kD> qr;
-      qr.load(p.q + r * D);
-      fixed_gather_dots_wide(qr, keys, nk, kb, scores);
+      qr.load(qj);
+      fixed_gather_dots_wide(qr, keys, nk, kb, p.k.stride_n, scores);
     } else {
-      gather_dots(p.q + r * D, keys, nk, kb, D, scores);
+      gather_dots(qj, keys, nk, kb, D, p.k.stride_n, scores);
     }
     // Softmax over scale * (q . k): max-subtracted, so logits of any magnitude stay finite.
     T m = -std::numeric_limits<T>::infinity();
@@ -701,10 +710,10 @@ void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T*
     if constexpr (kD > 0) {
       FixedRow<T, kD> acc;
       fixed_gather_weighted_sum(acc, static_cast<const T*>(scores), static_cast<const int32_t*>(nullptr), keys, nk,
-                                vb);
+                                vb, p.v.stride_n);
       acc.store(o, T(1) / sum);
     } else {
-      gather_weighted_sum(o, scores, static_cast<const int32_t*>(nullptr), keys, nk, vb, D);
+      gather_weighted_sum(o, scores, static_cast<const int32_t*>(nullptr), keys, nk, vb, D, p.v.stride_n);
       scale_row(o, T(1) / sum, D);
     }
     p.lse[r] = m + std::log(sum);
@@ -722,38 +731,42 @@ void backward_query_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t
     const int64_t r = rc.r, bh = rc.bh;
     const int32_t* rp = p.row_ptr + rc.h * (N + 1);
     const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
-    T* dq = p.grad_q + r * D;
+    T* dq = p.grad_q.head(bh, p.heads) + rc.j * p.grad_q.stride_n;
     if (nk == 0) {
       zero_row(dq, D);
       continue;
     }
     const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
-    const T* kb = p.k + bh * N * D;
-    const T* vb = p.v + bh * N * D;
-    const T* doj = p.grad_out + r * D;
+    const T* kb = p.k.head(bh, p.heads);
+    const T* vb = p.v.head(bh, p.heads);
+    const int64_t sk = p.k.stride_n, sv = p.v.stride_n;
+    const T* doj = p.grad_out.head(bh, p.heads) + rc.j * p.grad_out.stride_n;
+    const T* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
+    const T* oj = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
     T* P = p.edge_p + bh * p.nnz_stride + start;
     T* dS = p.edge_ds + bh * p.nnz_stride + start;
     T di;
     if constexpr (kD > 0) {
       FixedRow<T, kD> qr, dor;
-      qr.load(p.q + r * D);
+      qr.load(qj);
       dor.load(doj);
-      di = dor.dot(p.out + r * D);
-      fixed_gather_dots_wide(qr, keys, nk, kb, P);
-      fixed_gather_dots_wide(dor, keys, nk, vb, dS);
+      di = dor.dot(oj);
+      fixed_gather_dots_wide(qr, keys, nk, kb, sk, P);
+      fixed_gather_dots_wide(dor, keys, nk, vb, sv, dS);
     } else {
-      di = dot1(doj, p.out + r * D, D);
-      gather_dots(p.q + r * D, keys, nk, kb, D, P);
-      gather_dots(doj, keys, nk, vb, D, dS);
+      di = dot1(doj, oj, D);
+      gather_dots(qj, keys, nk, kb, D, sk, P);
+      gather_dots(doj, keys, nk, vb, D, sv, dS);
     }
     exp_affine_inplace(P, nk, p.scale, p.lse[r]);
     for (int64_t t = 0; t < nk; ++t) dS[t] = P[t] * (dS[t] - di);
     if constexpr (kD > 0) {
       FixedRow<T, kD> acc;
-      fixed_gather_weighted_sum(acc, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb);
+      fixed_gather_weighted_sum(acc, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb,
+                                sk);
       acc.store(dq, p.scale);
     } else {
-      gather_weighted_sum(dq, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb, D);
+      gather_weighted_sum(dq, static_cast<const T*>(dS), static_cast<const int32_t*>(nullptr), keys, nk, kb, D, sk);
       scale_row(dq, p.scale, D);
     }
   }
@@ -765,11 +778,11 @@ template <typename T, int kD>
 void backward_key_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t end) {
   const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
   for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
-    const int64_t r = rc.r, bh = rc.bh;
+    const int64_t bh = rc.bh;
     const int32_t* trp = p.t_row_ptr + rc.h * (N + 1);
     const int64_t start = trp[rc.j], nq = trp[rc.j + 1] - start;
-    T* dk = p.grad_k + r * D;
-    T* dv = p.grad_v + r * D;
+    T* dk = p.grad_k.head(bh, p.heads) + rc.j * p.grad_k.stride_n;
+    T* dv = p.grad_v.head(bh, p.heads) + rc.j * p.grad_v.stride_n;
     if (nq == 0) {
       zero_row(dk, D);
       zero_row(dv, D);
@@ -781,13 +794,13 @@ void backward_key_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t e
     const T* dS = p.edge_ds + bh * p.nnz_stride;
     if constexpr (kD > 0) {
       FixedRow<T, kD> acc;
-      fixed_gather_weighted_sum(acc, P, edges, queries, nq, p.grad_out + bh * N * D);
+      fixed_gather_weighted_sum(acc, P, edges, queries, nq, p.grad_out.head(bh, p.heads), p.grad_out.stride_n);
       acc.store(dv, T(1));
-      fixed_gather_weighted_sum(acc, dS, edges, queries, nq, p.q + bh * N * D);
+      fixed_gather_weighted_sum(acc, dS, edges, queries, nq, p.q.head(bh, p.heads), p.q.stride_n);
       acc.store(dk, p.scale);
     } else {
-      gather_weighted_sum(dv, P, edges, queries, nq, p.grad_out + bh * N * D, D);
-      gather_weighted_sum(dk, dS, edges, queries, nq, p.q + bh * N * D, D);
+      gather_weighted_sum(dv, P, edges, queries, nq, p.grad_out.head(bh, p.heads), D, p.grad_out.stride_n);
+      gather_weighted_sum(dk, dS, edges, queries, nq, p.q.head(bh, p.heads), D, p.q.stride_n);
       scale_row(dk, p.scale, D);
     }
   }
@@ -863,6 +876,358 @@ void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
   dispatch_dim<T, KeyKernel>(p.dim, p, begin, end);
 }
 
+// ---- structured (diagonal) kernels --------------------------------------------------------------
+//
+// For patterns that are unions of diagonals plus global tokens (DiagonalPlan): a block of W
+// consecutive query rows j0..j0+W-1 of one (batch, head) takes, at step s, the key j + delta_s of
+// every lane -- consecutive rows of K and V, addresses computed, no CSR walk or index loads --
+// then one step per global token (the same key for every lane). A lane is masked where j + delta
+// leaves [0, N) or hits a global token (whose column has a step of its own). Global query rows
+// (full rows) take the general per-row path. The softmax runs across the block's rows in
+// registers as in the row-block kernel. The backward's query pass stores P and dS per
+// (slot, query) -- slot s of head h is delta_s or a global column -- so the key pass streams along
+// the diagonals too: key k gets queries k - delta_s from slot s, global columns all non-global
+// queries, and global rows from the general per-edge buffers (CSR position via global_pos). Each
+// row's terms are summed in slot order: fixed by the pattern, independent of threads.
+
+struct DiagBlock {
+  int64_t bh, h, j0, n;
+  const int32_t* deltas;
+  int64_t nd;
+  const int32_t* globs;
+  int64_t ng;
+  const uint8_t* isg;
+  uint32_t row_ok;  // bit r: lane r is a row of the block and not a global row
+  template <typename P>
+  DiagBlock(const P& p, int64_t bh_, int64_t j0_, int64_t n_) : bh(bh_), h(bh_ % p.heads), j0(j0_), n(n_) {
+    const DiagonalPlan& d = p.diag;
+    deltas = d.deltas + d.delta_ptr[h];
+    nd = d.delta_ptr[h + 1] - d.delta_ptr[h];
+    globs = d.globals + d.global_ptr[h];
+    ng = d.global_ptr[h + 1] - d.global_ptr[h];
+    isg = d.is_global + h * p.tokens;
+    row_ok = 0;
+    for (int64_t r = 0; r < n; ++r)
+      if (!isg[j0 + r]) row_ok |= 1u << r;
+  }
+  int64_t steps() const { return nd + ng; }
+  // Lanes whose key at step s is an edge: the lanes whose key j0 + r + delta lies in [0, N) are
+  // one contiguous range of bits; then the (few) lanes whose key is a global token are cleared.
+  uint32_t valid(int64_t s, int64_t N) const {
+    if (s >= nd) return row_ok;
+    const int64_t delta = deltas[s];
+    const int64_t lo = std::max<int64_t>(0, -j0 - delta), hi = std::min<int64_t>(n, N - j0 - delta);
+    if (lo >= hi) return 0;
+    uint32_t ok = (hi - lo >= 32 ? ~0u : ((1u << (hi - lo)) - 1u)) << lo;
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const int64_t r = globs[gi] - j0 - delta;
+      if (r >= 0 && r < n) ok &= ~(1u << r);
+    }
+    return ok & row_ok;
+  }
+  // Lane r's key at step s when that lane is valid (no clamping needed).
+  int64_t valid_key(int64_t s, int r) const { return s < nd ? j0 + r + deltas[s] : globs[s - nd]; }
+  // Lane r's key at step s (clamped into [0, N) for masked lanes, so every load is in bounds).
+  int64_t key(int64_t s, int r, int64_t N) const {
+    if (s >= nd) return globs[s - nd];
+    const int64_t k = j0 + r + deltas[s];
+    return k < 0 ? 0 : (k >= N ? N - 1 : k);
+  }
+  int64_t row(int r) const { return r < n ? j0 + r : j0; }
+};
+
+// W dot products (rows(r) . key of lane r at step s): a global step reads one key row for every
+// lane; a diagonal step whose W keys all lie in [0, N) reads W consecutive rows from one base;
+// only a block at the edge of the sequence clamps lane by lane.
+template <typename T, int kD, typename RowPtr>
+SV_INLINE V<T> diag_dots(const DiagBlock& b, int64_t s, int64_t N, RowPtr rows, const T* kb, int64_t sk) {
+  if (s >= b.nd) {
+    const T* y = kb + static_cast<int64_t>(b.globs[s - b.nd]) * sk;
+    return block_dots<T, kD>(rows, [&](int) { return y; });
+  }
+  const int64_t first = b.j0 + b.deltas[s];
+  if (first >= 0 && first + kLanes<T> <= N) {
+    const T* y = kb + first * sk;
+    return block_dots<T, kD>(rows, [&](int r) { return y + r * sk; });
+  }
+  return block_dots<T, kD>(rows, [&](int r) { return kb + b.key(s, r, N) * sk; });
+}
+
+// Lane r set where bit r of `bits` is, in registers (a splat, an AND with the lanes' powers of
+// two, a compare): building the mask through memory would stall on store forwarding every step.
+template <typename T>
+SV_INLINE VMask<T> lane_mask(uint32_t bits) {
+  using M = VMask<T>;
+  using E = std::remove_cv_t<std::remove_reference_t<decltype(M{}[0])>>;
+  constexpr int W = static_cast<int>(kLanes<T>);
+  M pow2{};
+#pragma GCC unroll 16
+  for (int r = 0; r < W; ++r) pow2[r] = static_cast<E>(E(1) << r);
+  const M b = M{} + static_cast<E>(bits);
+  return (b & pow2) != 0;
+}
+
+template <typename T, int kD>
+void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  if (b.row_ok == 0) return;
+  const int64_t N = p.tokens, H = p.heads;
+  const T* qb = p.q.head(b.bh, H);
+  const T* kb = p.k.head(b.bh, H);
+  const T* vb = p.v.head(b.bh, H);
+  T* ob = p.out.head(b.bh, H);
+  const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n;
+  const int64_t steps = b.steps();
+  alignas(64) T tile[kMaxDiagonalSlots * W];
+  uint32_t valid[kMaxDiagonalSlots];
+  const V<T> ninf = vsplat(-std::numeric_limits<T>::infinity());
+  V<T> m = ninf;
+  for (int64_t s = 0; s < steps; ++s) {
+    valid[s] = b.valid(s, N);
+    if (valid[s] == 0) {
+      vstore(tile + s * W, ninf);
+      continue;
+    }
+    V<T> x = diag_dots<T, kD>(b, s, N, [&](int r) { return qb + b.row(r) * sq; }, kb, sk);
+    x = lane_mask<T>(valid[s]) ? x * p.scale : ninf;
+    vstore(tile + s * W, x);
+    m = x > m ? x : m;
+  }
+  const V<T> m_safe = m == ninf ? V<T>{} : m;
+  V<T> l{};
+  for (int64_t s = 0; s < steps; ++s) {
+    const V<T> e = vexp_any<T>(vload(tile + s * W) - m_safe);
+    vstore(tile + s * W, e);
+    l += e;
+  }
+  alignas(64) T lv[W], lsev[W];
+  vstore(lv, l);
+  if constexpr (std::is_same_v<T, float>) {
+    const V<T> l_safe = l > V<T>{} ? l : vsplat(T(1));
+    vstore(lsev, m + vlog(l_safe));
+  } else {
+    for (int r = 0; r < W; ++r) lsev[r] = lv[r] > 0 ? m[r] + std::log(lv[r]) : T(0);
+  }
+  for (int r = 0; r < b.n; ++r) {
+    if (!((b.row_ok >> r) & 1u)) continue;
+    const int64_t row = b.bh * N + b.j0 + r;
+    T* o = ob + (b.j0 + r) * so;
+    if (!(lv[r] > 0)) {
+      zero_row(o, kD);
+      p.lse[row] = -std::numeric_limits<T>::infinity();
+      continue;
+    }
+    FixedRow<T, kD> a0, a1;
+    a0.zero();
+    a1.zero();
+    bool odd = false;
+    for (int64_t s = 0; s < steps; ++s) {
+      if (!((valid[s] >> r) & 1u)) continue;
+      const T* y = vb + b.valid_key(s, r) * sv;
+      if (odd) {
+        a1.axpy(tile[s * W + r], y);
+      } else {
+        a0.axpy(tile[s * W + r], y);
+      }
+      odd = !odd;
+    }
+    a0.add(a1);
+    a0.store(o, T(1) / lv[r]);
+    p.lse[row] = lsev[r];
+  }
+}
+
+template <typename T, int kD>
+void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
+  constexpr int W = static_cast<int>(kLanes<T>);
+  if (b.row_ok == 0) return;
+  const int64_t N = p.tokens, H = p.heads;
+  const int64_t base = b.bh * N;
+  const T* qb = p.q.head(b.bh, H);
+  const T* kb = p.k.head(b.bh, H);
+  const T* vb = p.v.head(b.bh, H);
+  const T* ob = p.out.head(b.bh, H);
+  const T* gb = p.grad_out.head(b.bh, H);
+  T* dqb = p.grad_q.head(b.bh, H);
+  const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n,
+                sg = p.grad_out.stride_n, sdq = p.grad_q.stride_n;
+  T* slot_p = p.slot_p + b.bh * p.slot_stride;
+  T* slot_ds = p.slot_ds + b.bh * p.slot_stride;
+  const int64_t steps = b.steps();
+  alignas(64) T dstile[kMaxDiagonalSlots * W];
+  uint32_t valid[kMaxDiagonalSlots];
+  alignas(64) T lse_l[W], di_l[W];
+  for (int r = 0; r < W; ++r) {
+    lse_l[r] = 0;
+    di_l[r] = 0;
+    if (r < b.n && ((b.row_ok >> r) & 1u)) {
+      lse_l[r] = p.lse[base + b.j0 + r];
+      FixedRow<T, kD> g;
+      g.load(gb + (b.j0 + r) * sg);
+      di_l[r] = g.dot(ob + (b.j0 + r) * so);
+    }
+  }
+  const V<T> lse = vload(lse_l), di = vload(di_l);
+  for (int64_t s = 0; s < steps; ++s) {
+    valid[s] = b.valid(s, N);
+    if (valid[s] == 0) continue;
+    const V<T> x = diag_dots<T, kD>(b, s, N, [&](int r) { return qb + b.row(r) * sq; }, kb, sk);
+    const V<T> dp = diag_dots<T, kD>(b, s, N, [&](int r) { return gb + b.row(r) * sg; }, vb, sv);
+    const V<T> pr = lane_mask<T>(valid[s]) ? vexp_any<T>(x * p.scale - lse) : V<T>{};
+    const V<T> ds = pr * (dp - di);
+    vstore(dstile + s * W, ds);
+    // Slot-major: entry (s, j) at s*N + j. Only this block's n rows are written (a full vector
+    // only when the block has W rows, else lane by lane: the next slot's rows belong to others).
+    T* ps = slot_p + s * N + b.j0;
+    T* dss = slot_ds + s * N + b.j0;
+    if (b.n == W) {
+      vstore(ps, pr);
+      vstore(dss, ds);
+    } else {
+      for (int r = 0; r < b.n; ++r) {
+        ps[r] = pr[r];
+        dss[r] = ds[r];
+      }
+    }
+  }
+  for (int r = 0; r < b.n; ++r) {
+    if (!((b.row_ok >> r) & 1u)) continue;
+    FixedRow<T, kD> a0, a1;
+    a0.zero();
+    a1.zero();
+    bool odd = false;
+    for (int64_t s = 0; s < steps; ++s) {
+      if (!((valid[s] >> r) & 1u)) continue;
+      const T* y = kb + b.valid_key(s, r) * sk;
+      if (odd) {
+        a1.axpy(dstile[s * W + r], y);
+      } else {
+        a0.axpy(dstile[s * W + r], y);
+      }
+      odd = !odd;
+    }
+    a0.add(a1);
+    a0.store(dqb + (b.j0 + r) * sdq, p.scale);
+  }
+}
+
+// Key rows [begin, end): dV_k = sum P_jk dO_j, dK_k = scale sum dS_jk q_j, in slot order, then the
+// global query rows in increasing order.
+template <typename T, int kD>
+void backward_key_diag_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  const int64_t N = p.tokens, H = p.heads;
+  const DiagonalPlan& d = p.diag;
+  for (RowCursor rc(begin, N, H); rc.r < end; rc.next()) {
+    const int64_t bh = rc.bh, h = rc.h, k = rc.j;
+    const int32_t* deltas = d.deltas + d.delta_ptr[h];
+    const int64_t nd = d.delta_ptr[h + 1] - d.delta_ptr[h];
+    const int32_t* globs = d.globals + d.global_ptr[h];
+    const int64_t ng = d.global_ptr[h + 1] - d.global_ptr[h];
+    const int32_t* gpos = d.global_pos + static_cast<int64_t>(d.global_ptr[h]) * N;
+    const uint8_t* isg = d.is_global + h * N;
+    const T* slot_p = p.slot_p + bh * p.slot_stride;
+    const T* slot_ds = p.slot_ds + bh * p.slot_stride;
+    const T* qb = p.q.head(bh, H);
+    const T* gb = p.grad_out.head(bh, H);
+    const int64_t sq = p.q.stride_n, sg = p.grad_out.stride_n;
+    FixedRow<T, kD> dv, dk;
+    dv.zero();
+    dk.zero();
+    if (!isg[k]) {
+      for (int64_t s = 0; s < nd; ++s) {
+        const int64_t j = k - deltas[s];
+        if (j < 0 || j >= N || isg[j]) continue;
+        dv.axpy(slot_p[s * N + j], gb + j * sg);
+        dk.axpy(slot_ds[s * N + j], qb + j * sq);
+      }
+    } else {
+      int64_t gi = 0;
+      while (globs[gi] != k) ++gi;
+      const T* ps = slot_p + (nd + gi) * N;
+      const T* dss = slot_ds + (nd + gi) * N;
+      for (int64_t j = 0; j < N; ++j) {
+        if (isg[j]) continue;
+        dv.axpy(ps[j], gb + j * sg);
+        dk.axpy(dss[j], qb + j * sq);
+      }
+    }
+    const T* ep = p.edge_p + bh * p.nnz_stride;
+    const T* eds = p.edge_ds + bh * p.nnz_stride;
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const int64_t g = globs[gi], e = gpos[gi * N + k];
+      dv.axpy(ep[e], gb + g * sg);
+      dk.axpy(eds[e], qb + g * sq);
+    }
+    dv.store(p.grad_v.head(bh, H) + k * p.grad_v.stride_n, T(1));
+    dk.store(p.grad_k.head(bh, H) + k * p.grad_k.stride_n, p.scale);
+  }
+}
+
+// Rows [begin, end) as diagonal blocks of at most W rows within one batch-head; global rows per row.
+template <typename T, typename P, typename Block, typename Row>
+void for_each_diag_block(const P& p, int64_t begin, int64_t end, Block&& block, Row&& row) {
+  constexpr int64_t W = kLanes<T>;
+  const int64_t N = p.tokens;
+  int64_t r = begin;
+  while (r < end) {
+    const int64_t bh = r / N, j0 = r - bh * N;
+    const int64_t n = std::min<int64_t>(std::min<int64_t>(W, N - j0), end - r);
+    const DiagBlock b(p, bh, j0, n);
+    block(b);
+    for (int i = 0; i < n; ++i)
+      if (!((b.row_ok >> i) & 1u)) row(r + i);
+    r += n;
+  }
+}
+
+template <typename T, int kD>
+struct ForwardDiagKernel {
+  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) {
+    if constexpr (kD > 0) {
+      for_each_diag_block<T>(
+          p, b, e, [&](const DiagBlock& blk) { forward_diag_block<T, kD>(p, blk); },
+          [&](int64_t row) { forward_rows_impl<T, kD>(p, row, row + 1, s); });
+    } else {
+      ForwardKernel<T, kD>::run(p, b, e, s);
+    }
+  }
+};
+template <typename T, int kD>
+struct QueryDiagKernel {
+  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+    if constexpr (kD > 0) {
+      for_each_diag_block<T>(
+          p, b, e, [&](const DiagBlock& blk) { backward_query_diag_block<T, kD>(p, blk); },
+          [&](int64_t row) { backward_query_rows_impl<T, kD>(p, row, row + 1); });
+    } else {
+      QueryKernel<T, kD>::run(p, b, e);
+    }
+  }
+};
+template <typename T, int kD>
+struct KeyDiagKernel {
+  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+    if constexpr (kD > 0) {
+      backward_key_diag_rows<T, kD>(p, b, e);
+    } else {
+      KeyKernel<T, kD>::run(p, b, e);
+    }
+  }
+};
+
+template <typename T>
+void forward_rows_diagonal(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
+  dispatch_dim<T, ForwardDiagKernel>(p.dim, p, begin, end, scores);
+}
+template <typename T>
+void backward_query_rows_diagonal(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, QueryDiagKernel>(p.dim, p, begin, end);
+}
+template <typename T>
+void backward_key_rows_diagonal(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, KeyDiagKernel>(p.dim, p, begin, end);
+}
+
 }  // namespace
 
 #define SPARSEVIT_CPU_STR2(x) #x
@@ -871,8 +1236,10 @@ void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
 const KernelTable& table() {
   static const KernelTable t{
       SPARSEVIT_CPU_STR(SPARSEVIT_CPU_ISA),
-      {&forward_rows<float>, &backward_query_rows<float>, &backward_key_rows<float>},
-      {&forward_rows<double>, &backward_query_rows<double>, &backward_key_rows<double>},
+      {&forward_rows<float>, &backward_query_rows<float>, &backward_key_rows<float>, &forward_rows_diagonal<float>,
+       &backward_query_rows_diagonal<float>, &backward_key_rows_diagonal<float>},
+      {&forward_rows<double>, &backward_query_rows<double>, &backward_key_rows<double>, &forward_rows_diagonal<double>,
+       &backward_query_rows_diagonal<double>, &backward_key_rows_diagonal<double>},
   };
   return t;
 }

@@ -1,0 +1,310 @@
+// The structured (diagonal) kernels: detection of diagonal structure from the CSR (against the
+// pattern library's own structure hints), rejection of patterns that are not such unions, and the
+// structured kernels against the general CSR kernels (SPARSEVIT_STRUCTURED_KERNEL=0) and the float64
+// reference, forward and all three gradients; determinism across thread counts and backward
+// schedules; NaN-padded strided views through the packed qkv op; finite differences.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ops/sparse_attention.h"
+#include "ops/sparse_attention_inputs.h"
+#include "ops_test_helpers.h"
+#include "patterns/mask_registry.h"
+#include "patterns/pattern.h"
+
+namespace sparsevit::ops::testing {
+namespace {
+
+// Forces the general kernels while alive.
+struct GeneralKernelOnly {
+  GeneralKernelOnly() { setenv("SPARSEVIT_STRUCTURED_KERNEL", "0", 1); }
+  ~GeneralKernelOnly() { unsetenv("SPARSEVIT_STRUCTURED_KERNEL"); }
+};
+
+std::optional<DiagonalPlanTensors> detect(const Csr& csr, int64_t N) {
+  const AttentionShape shape = AttentionShape::of(1, csr.row_ptr.size(0), N, 16, csr.col_idx.size(1));
+  return detect_diagonal_structure(prepare_csr("test", csr.row_ptr, csr.col_idx, shape), shape);
+}
+
+bool structured(const Csr& csr, int64_t B, int64_t N, int64_t D) {
+  const AttentionShape shape = AttentionShape::of(B, csr.row_ptr.size(0), N, D, csr.col_idx.size(1));
+  return prepared_csr("test", csr.row_ptr, csr.col_idx, shape)->diagonal.has_value();
+}
+
+// Per head: keys {k : |j-k| in offsets} U globals for non-global rows, all keys for global rows.
+Csr diagonal_csr(int64_t N, const std::vector<std::vector<int32_t>>& offsets,
+                 const std::vector<std::vector<int32_t>>& globals) {
+  const int64_t H = static_cast<int64_t>(offsets.size());
+  std::vector<std::vector<int32_t>> cols(H);
+  at::Tensor rp = at::zeros({H, N + 1}, at::kInt);
+  for (int64_t h = 0; h < H; ++h) {
+    const std::set<int32_t> g(globals[h].begin(), globals[h].end());
+    for (int64_t j = 0; j < N; ++j) {
+      std::set<int64_t> keys;
+      for (int64_t k = 0; k < N; ++k) {
+        const int64_t d = std::abs(j - k);
+        bool on = g.count(static_cast<int32_t>(j)) || g.count(static_cast<int32_t>(k));
+        for (const int32_t o : offsets[h]) on = on || d == o;
+        if (on) keys.insert(k);
+      }
+      for (const int64_t k : keys) cols[h].push_back(static_cast<int32_t>(k));
+      rp[h][j + 1] = static_cast<int32_t>(cols[h].size());
+    }
+  }
+  int64_t nnz = 1;
+  for (const auto& c : cols) nnz = std::max<int64_t>(nnz, static_cast<int64_t>(c.size()));
+  at::Tensor ci = at::full({H, nnz}, static_cast<int32_t>(N + 7), at::kInt);
+  for (int64_t h = 0; h < H; ++h)
+    for (size_t e = 0; e < cols[h].size(); ++e) ci[h][static_cast<int64_t>(e)] = cols[h][e];
+  return {rp, ci};
+}
+
+struct Case {
+  std::string name;
+  Csr csr;
+  int64_t N;
+};
+
+Case library_case(const std::string& mask, int32_t N, int32_t prefix, int32_t H, int64_t layer,
+                  const patterns::MaskKwargs& kw, patterns::Pattern* out = nullptr) {
+  const patterns::Pattern p = patterns::build_mask(mask, patterns::MaskContext{{N, prefix, H, 64, 12}, layer}, kw);
+  if (out) *out = p;
+  const PatternTensors t = PatternTensors::from_pattern(p);
+  return {mask + " N=" + std::to_string(N) + " prefix=" + std::to_string(prefix), {t.row_ptr, t.col_idx}, N};
+}
+
+std::vector<Case> diagonal_cases() {
+  std::vector<Case> cases;
+  for (const int32_t N : {50, 197}) {
+    for (const int32_t prefix : {0, 1}) {
+      patterns::MaskKwargs kw;
+      kw.set_scalar("w_min", "5").set_scalar("w_max", std::to_string(N / 3));
+      cases.push_back(library_case("fibo", N, prefix, 4, 3, kw));
+    }
+  }
+  {
+    patterns::MaskKwargs kw;
+    kw.set_scalar("window", "3");
+    cases.push_back(library_case("local", 50, 1, 2, 0, kw));
+    patterns::MaskKwargs dil;
+    dil.set_scalar("window", "2").set_scalar("dilation", "3");
+    cases.push_back(library_case("local", 61, 0, 2, 0, dil));
+  }
+  {
+    patterns::MaskKwargs kw;
+    kw.set_scalar("window", "4").set_scalar("dilated_heads", "1");
+    cases.push_back(library_case("longformer", 197, 1, 2, 11, kw));
+  }
+  // Several global tokens per head, different per head; offsets >= N/2; tiny N.
+  cases.push_back({"globals {0, 7, 30}", diagonal_csr(43, {{0, 1, 5}, {2, 9}}, {{0, 7, 30}, {12}}), 43});
+  cases.push_back({"offsets >= N/2", diagonal_csr(20, {{0, 11, 15}, {10, 19}}, {{}, {3}}), 20});
+  cases.push_back({"N=1", diagonal_csr(1, {{0}, {0}}, {{}, {}}), 1});
+  cases.push_back({"N=2", diagonal_csr(2, {{1}, {0}}, {{}, {}}), 2});
+  cases.push_back({"no main diagonal, rows that are empty", diagonal_csr(30, {{25}, {29}}, {{}, {}}), 30});
+  cases.push_back({"an empty head", diagonal_csr(10, {{}, {1}}, {{}, {}}), 10});
+  return cases;
+}
+
+struct Both {
+  Result structured, general;
+};
+
+Both run_both(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Csr& csr, double scale,
+              const at::Tensor& go) {
+  Both r;
+  r.structured = run_op(q, k, v, csr, scale, go);
+  GeneralKernelOnly general;
+  r.general = run_op(q, k, v, csr, scale, go);
+  return r;
+}
+
+TEST(SparseAttentionDiagonal, DetectsTheLibrarysDiagonalStructure) {
+  int checked = 0;
+  for (const int32_t N : {50, 197}) {
+    for (const int32_t prefix : {0, 1}) {
+      patterns::MaskKwargs kw;
+      kw.set_scalar("w_min", "5").set_scalar("w_max", std::to_string(N / 3));
+      patterns::Pattern p;
+      const Case c = library_case("fibo", N, prefix, 4, 3, kw, &p);
+      const auto plan = detect(c.csr, N);
+      ASSERT_TRUE(plan.has_value()) << c.name;
+      const int32_t* dp = plan->delta_ptr.data_ptr<int32_t>();
+      const int32_t* gp = plan->global_ptr.data_ptr<int32_t>();
+      for (int32_t h = 0; h < p.num_heads(); ++h) {
+        ASSERT_TRUE(p.diagonals(h).has_value());
+        const auto& hint = *p.diagonals(h);
+        const std::vector<int32_t> globals(plan->globals.data_ptr<int32_t>() + gp[h],
+                                           plan->globals.data_ptr<int32_t>() + gp[h + 1]);
+        EXPECT_EQ(globals, hint.global_tokens) << c.name << " head " << h;
+        // The hint's offsets that select an edge between non-global tokens, as signed deltas.
+        const std::set<int32_t> g(hint.global_tokens.begin(), hint.global_tokens.end());
+        std::set<int32_t> want;
+        for (const int32_t o : hint.offsets) {
+          for (int32_t j = 0; j + o < N; ++j) {
+            if (!g.count(j) && !g.count(j + o)) {
+              want.insert(o);
+              want.insert(-o);
+              break;
+            }
+          }
+        }
+        const std::vector<int32_t> got(plan->deltas.data_ptr<int32_t>() + dp[h],
+                                       plan->deltas.data_ptr<int32_t>() + dp[h + 1]);
+        EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.end())) << c.name << " head " << h;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 16);
+  for (const Case& c : diagonal_cases()) EXPECT_TRUE(detect(c.csr, c.N).has_value()) << c.name;
+}
+
+TEST(SparseAttentionDiagonal, RejectsPatternsThatAreNotUnionsOfDiagonals) {
+  at::manual_seed(51);
+  std::vector<Case> cases;
+  cases.push_back({"random", random_csr(3, 40, 1, 8, 510), 40});
+  {
+    patterns::MaskKwargs kw;
+    kw.set_scalar("window", "2").set_scalar("num_global", "2").set_scalar("random_per_query", "3");
+    cases.push_back(library_case("bigbird", 50, 1, 2, 0, kw));
+  }
+  // A diagonal pattern with one edge removed, and one with an extra edge.
+  Csr minus = diagonal_csr(20, {{0, 2}}, {{5}});
+  {
+    // Row 10 (keys 5, 8, 10, 12): drop its last key, 12.
+    const int64_t end = minus.row_ptr[0][11].item<int64_t>();
+    const at::Tensor ci = minus.col_idx.clone();
+    ci[0].narrow(0, end - 1, ci.size(1) - end).copy_(minus.col_idx[0].narrow(0, end, ci.size(1) - end));
+    const at::Tensor rp = minus.row_ptr.clone();
+    rp[0].narrow(0, 11, 10).sub_(1);
+    minus = {rp, ci};
+  }
+  cases.push_back({"diagonal minus one edge", minus, 20});
+  // Too many deltas for one block's tile (> 64 slots).
+  std::vector<int32_t> many;
+  for (int32_t o = 0; o < 40; ++o) many.push_back(o);
+  cases.push_back({"40 offsets", diagonal_csr(90, {many}, {{}}), 90});
+  for (const Case& c : cases) {
+    EXPECT_FALSE(detect(c.csr, c.N).has_value()) << c.name;
+    const int64_t H = c.csr.row_ptr.size(0), B = 2, D = 64;
+    const at::Tensor q = at::randn({B, H, c.N, D}, at::kDouble), k = at::randn({B, H, c.N, D}, at::kDouble),
+                     v = at::randn({B, H, c.N, D}, at::kDouble), go = at::randn({B, H, c.N, D}, at::kDouble);
+    EXPECT_TRUE(matches_reference(run_op(q, k, v, c.csr, 0.125, go), run_reference(q, k, v, c.csr, 0.125, go),
+                                  at::kDouble, c.name));
+  }
+}
+
+TEST(SparseAttentionDiagonal, StructuredKernelsMatchTheGeneralKernelsAndTheReference) {
+  at::manual_seed(52);
+  for (const Case& c : diagonal_cases()) {
+    for (const int64_t D : {16, 64}) {
+      const int64_t H = c.csr.row_ptr.size(0), B = 2;
+      ASSERT_TRUE(structured(c.csr, B, c.N, D)) << c.name;
+      for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+        const auto opts = at::TensorOptions().dtype(dtype);
+        const at::Tensor q = at::randn({B, H, c.N, D}, opts), k = at::randn({B, H, c.N, D}, opts),
+                         v = at::randn({B, H, c.N, D}, opts), go = at::randn({B, H, c.N, D}, opts);
+        const std::string what = c.name + " D=" + std::to_string(D) + " " + c10::toString(dtype);
+        const Both r = run_both(q, k, v, c.csr, 0.3, go);
+        // Agreement with the general kernel: float64 to 1e-10 relative, float32 to rounding.
+        const double rf = dtype == at::kDouble ? 1e-10 : 2e-5, af = dtype == at::kDouble ? 1e-12 : 2e-6;
+        const double rg = dtype == at::kDouble ? 1e-10 : 1e-4, ag = dtype == at::kDouble ? 1e-12 : 1e-5;
+        EXPECT_TRUE(all_close(r.structured.out, r.general.out, rf, af, what + " out"));
+        EXPECT_TRUE(all_close(r.structured.dq, r.general.dq, rg, ag, what + " dq"));
+        EXPECT_TRUE(all_close(r.structured.dk, r.general.dk, rg, ag, what + " dk"));
+        EXPECT_TRUE(all_close(r.structured.dv, r.general.dv, rg, ag, what + " dv"));
+        EXPECT_TRUE(matches_reference(r.structured, run_reference(q, k, v, c.csr, 0.3, go), dtype, what));
+      }
+    }
+  }
+}
+
+TEST(SparseAttentionDiagonal, BitIdenticalAcrossThreadCountsAndSchedules) {
+  at::manual_seed(53);
+  patterns::MaskKwargs kw;
+  kw.set_scalar("w_min", "5").set_scalar("w_max", "65");
+  const Case c = library_case("fibo", 197, 1, 3, 5, kw);
+  // B*H = 12: one backward task per (batch, head); B*H = 3: rows split across threads.
+  for (const int64_t B : {4, 1}) {
+    const int64_t H = 3, N = 197, D = 64;
+    ASSERT_TRUE(structured(c.csr, B, N, D));
+    const at::Tensor q = at::randn({B, H, N, D}), k = at::randn({B, H, N, D}), v = at::randn({B, H, N, D}),
+                     go = at::randn({B, H, N, D});
+    const int saved = at::get_num_threads();
+    at::set_num_threads(2);
+    const Result a = run_op(q, k, v, c.csr, 0.125, go);
+    at::set_num_threads(1);
+    const Result b = run_op(q, k, v, c.csr, 0.125, go);
+    at::set_num_threads(saved);
+    EXPECT_TRUE(at::equal(a.out, b.out)) << "B=" << B;
+    EXPECT_TRUE(at::equal(a.dq, b.dq)) << "B=" << B;
+    EXPECT_TRUE(at::equal(a.dk, b.dk)) << "B=" << B;
+    EXPECT_TRUE(at::equal(a.dv, b.dv)) << "B=" << B;
+  }
+}
+
+// The packed op on a NaN-padded qkv view with a diagonal pattern: structured vs general.
+TEST(SparseAttentionDiagonal, PackedQkvOnNanPaddedViews) {
+  at::manual_seed(54);
+  const int64_t B = 2, H = 2, N = 43, D = 32;
+  const Csr csr = diagonal_csr(N, {{0, 1, 5}, {2, 9}}, {{0, 7, 30}, {12}});
+  ASSERT_TRUE(structured(csr, B, N, D));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  at::Tensor big = at::full({B + 1, N + 2, 3 * H * D + 5}, nan, at::kDouble);
+  at::Tensor qkv = big.narrow(0, 1, B).narrow(1, 1, N).narrow(2, 3, 3 * H * D);
+  qkv.copy_(at::randn({B, N, 3 * H * D}, at::kDouble));
+  at::Tensor gbig = at::full({B, N + 1, H * D + 7}, nan, at::kDouble);
+  at::Tensor go = gbig.narrow(1, 1, N).narrow(2, 2, H * D);
+  go.copy_(at::randn({B, N, H * D}, at::kDouble));
+  auto run = [&] {
+    const at::Tensor leaf = qkv.detach().requires_grad_(true);  // still the NaN-padded view
+    const at::Tensor out = sparse_attention_qkv(leaf, H, csr.row_ptr, csr.col_idx, 0.2);
+    const at::Tensor g = torch::autograd::grad({out}, {leaf}, {go})[0];
+    return std::make_pair(out.detach(), g);
+  };
+  const auto s = run();
+  GeneralKernelOnly general;
+  const auto g = run();
+  EXPECT_TRUE(all_close(s.first, g.first, 1e-10, 1e-12, "out"));
+  EXPECT_TRUE(all_close(s.second, g.second, 1e-10, 1e-12, "dqkv"));
+}
+
+// Central differences in float64 through the structured kernels (D = 16, a global token).
+TEST(SparseAttentionDiagonal, FiniteDifferenceGradcheckFloat64) {
+  at::manual_seed(55);
+  const int64_t B = 1, H = 1, N = 7, D = 16;
+  const Csr csr = diagonal_csr(N, {{0, 2}}, {{3}});
+  ASSERT_TRUE(structured(csr, B, N, D));
+  std::vector<at::Tensor> in = {at::randn({B, H, N, D}, at::kDouble), at::randn({B, H, N, D}, at::kDouble),
+                                at::randn({B, H, N, D}, at::kDouble)};
+  const at::Tensor w = at::randn({B, H, N, D}, at::kDouble);
+  const Result a = run_op(in[0], in[1], in[2], csr, 0.6, w);
+  const at::Tensor grads[3] = {a.dq, a.dk, a.dv};
+  auto loss = [&] { return (sparse_attention(in[0], in[1], in[2], csr.row_ptr, csr.col_idx, 0.6) * w).sum().item<double>(); };
+  const double eps = 1e-6;
+  for (int which = 0; which < 3; ++which) {
+    at::Tensor flat = in[which].view({-1});
+    const at::Tensor g = grads[which].reshape({-1});
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      const double x0 = flat[i].item<double>();
+      flat[i] = x0 + eps;
+      const double up = loss();
+      flat[i] = x0 - eps;
+      const double down = loss();
+      flat[i] = x0;
+      const double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << "input " << which << " elem " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparsevit::ops::testing
