@@ -9,6 +9,7 @@
 #include "ops/sparse_attention.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
+#include "util/linear.h"
 
 namespace sparsevit::attention {
 
@@ -61,7 +62,17 @@ at::Tensor VitAttention::head_outputs(const at::Tensor& x) {
   return at::matmul(attn_drop_->forward(at::softmax(scores, -1)), v);
 }
 
-at::Tensor VitAttention::forward(const at::Tensor& x) { return proj_drop_->forward(project_out(head_outputs(x))); }
+at::Tensor VitAttention::forward(const at::Tensor& x) {
+  if (kernel_ == AttentionKernel::kSparse) {
+    // The packed op reads q, k, v straight from the qkv projection and writes the layout `proj`
+    // takes: no permute/contiguous copies forward or backward.
+    check_tokens(x);
+    const at::Tensor heads = ops::sparse_attention_qkv(linear(qkv_, x), geometry_.num_heads, row_ptr_.to(x.device()),
+                                                       col_idx_.to(x.device()), scale_);
+    return proj_drop_->forward(linear(proj_, heads));
+  }
+  return proj_drop_->forward(project_out(head_outputs(x)));
+}
 
 at::Tensor VitAttention::attention_probs(const at::Tensor& x) {
   check_tokens(x);
