@@ -214,8 +214,10 @@ TEST(SparseAttentionDiagonal, StructuredKernelsMatchTheGeneralKernelsAndTheRefer
                          v = at::randn({B, H, c.N, D}, opts), go = at::randn({B, H, c.N, D}, opts);
         const std::string what = c.name + " D=" + std::to_string(D) + " " + c10::toString(dtype);
         const Both r = run_both(q, k, v, c.csr, 0.3, go);
-        // Agreement with the general kernel: float64 to 1e-10 relative, float32 to rounding.
-        const double rf = dtype == at::kDouble ? 1e-10 : 2e-5, af = dtype == at::kDouble ? 1e-12 : 2e-6;
+        // Agreement with the general kernel: float64 to 1e-10 relative; float32 forward to 1e-5
+        // relative; float32 gradients to 1e-4 relative + 1e-5 absolute, since the two kernels sum in
+        // different orders and dS = P (dP - dO.O) cancels (a global column sums ~N such terms).
+        const double rf = dtype == at::kDouble ? 1e-10 : 1e-5, af = dtype == at::kDouble ? 1e-12 : 1e-6;
         const double rg = dtype == at::kDouble ? 1e-10 : 1e-4, ag = dtype == at::kDouble ? 1e-12 : 1e-5;
         EXPECT_TRUE(all_close(r.structured.out, r.general.out, rf, af, what + " out"));
         EXPECT_TRUE(all_close(r.structured.dq, r.general.dq, rg, ag, what + " dq"));
