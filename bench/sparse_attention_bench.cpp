@@ -10,6 +10,8 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -19,6 +21,17 @@
 #include "patterns/mask_registry.h"
 
 namespace {
+
+// As `sparsevit bench --malloc-cache` (its default): freed blocks stay in the process, as with any
+// caching allocator, instead of every multi-megabyte tensor being a fresh mmap whose page faults
+// and zeroing get timed. SPARSEVIT_BENCH_MALLOC_CACHE=0 keeps glibc's defaults.
+const bool kMallocCache = [] {
+  const char* e = std::getenv("SPARSEVIT_BENCH_MALLOC_CACHE");
+  if (e != nullptr && std::string(e) == "0") return false;
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  return true;
+}();
 
 constexpr int64_t kHeads = 12, kDim = 64, kBatch = 1;
 
@@ -112,12 +125,18 @@ BENCHMARK(BM_Attention)->Apply(Args);
 //               sparse_attention (general kernel), transpose(1, 2).reshape(B, N, C)
 //   packed      sparse_attention_qkv(qkv, ...) (structured kernel): no copies
 //   packed_general  sparse_attention_qkv with the general kernel
+//   views       sparse_attention on the three strided [B, H, N, D] views of qkv (structured kernel):
+//               strided reads, contiguous [B, H, N, D] output
+//   copies      only the old path's copies: q, k, v .contiguous() and the output's transpose+reshape
+//               (of a [B, H, N, D] tensor standing in for the op's output)
 //
 //   SPARSEVIT_BENCH_THREADS=2 build/sparse_attention_bench --benchmark_filter=BM_Structured
+//     --benchmark_repetitions=7 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   (one command line)
 
 constexpr int64_t kModelBatch = 8;
 
-enum Variant { kGeneral = 0, kStructured = 1, kUnpacked = 2, kPacked = 3, kPackedGeneral = 4 };
+enum Variant { kGeneral = 0, kStructured = 1, kUnpacked = 2, kPacked = 3, kPackedGeneral = 4, kViews = 5, kCopies = 6 };
 
 struct ModelProblem {
   sparsevit::ops::PatternTensors pattern;
@@ -172,6 +191,17 @@ void BM_Structured(benchmark::State& state) {
                                                             p.pattern, scale);
       return o.transpose(1, 2).reshape({kModelBatch, N, kHeads * kDim});
     }
+    if (variant == kViews) {
+      const at::Tensor t = x.view({kModelBatch, N, 3, kHeads, kDim}).permute({2, 0, 3, 1, 4});
+      return sparsevit::ops::sparse_attention(t[0], t[1], t[2], p.pattern, scale);
+    }
+    if (variant == kCopies) {
+      const at::Tensor t = x.reshape({kModelBatch, N, 3, kHeads, kDim}).permute({2, 0, 3, 1, 4});
+      const at::Tensor a = t[0].contiguous(), b = t[1].contiguous(), c = t[2].contiguous();
+      benchmark::DoNotOptimize(b.data_ptr());
+      benchmark::DoNotOptimize(c.data_ptr());
+      return a.transpose(1, 2).reshape({kModelBatch, N, kHeads * kDim});
+    }
     if (from_qkv) return sparsevit::ops::sparse_attention_qkv(x, kHeads, p.pattern, scale);
     return sparsevit::ops::sparse_attention(q, k, v, p.pattern, scale);
   };
@@ -197,16 +227,20 @@ void BM_Structured(benchmark::State& state) {
   }
   unsetenv("SPARSEVIT_STRUCTURED_KERNEL");
   static const char* names[] = {"general", "structured", "unpacked+general", "packed+structured",
-                                "packed+general"};
+                                "packed+general", "views+structured", "copies only"};
   state.counters["density"] = p.pattern.density();
   state.counters["threads"] = at::get_num_threads();
+  state.counters["malloc_cache"] = kMallocCache;
   state.SetLabel(std::string(names[variant]) + (backward ? " fwd+bwd" : " fwd"));
 }
 
 void StructuredArgs(benchmark::internal::Benchmark* b) {
   for (int64_t N : {197, 1025})
     for (int64_t backward : {0, 1})
-      for (int64_t m : {kGeneral, kStructured, kUnpacked, kPacked, kPackedGeneral}) b->Args({m, N, backward});
+      for (int64_t m : {kGeneral, kStructured, kUnpacked, kPacked, kPackedGeneral, kViews, kCopies}) {
+        if (backward && m >= kViews) continue;  // forward-only diagnostics
+        b->Args({m, N, backward});
+      }
   b->ArgNames({"variant", "N", "backward"})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 }
 

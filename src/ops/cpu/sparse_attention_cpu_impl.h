@@ -916,7 +916,8 @@ struct DiagBlock {
   uint32_t valid(int64_t s, int64_t N) const {
     if (s >= nd) return row_ok;
     const int64_t delta = deltas[s];
-    const int64_t lo = std::max<int64_t>(0, -j0 - delta), hi = std::min<int64_t>(n, N - j0 - delta);
+    // (ternaries, not std::min/max: no out-of-line library template in this per-ISA code)
+    const int64_t lo = -j0 - delta > 0 ? -j0 - delta : 0, hi = N - j0 - delta < n ? N - j0 - delta : n;
     if (lo >= hi) return 0;
     uint32_t ok = (hi - lo >= 32 ? ~0u : ((1u << (hi - lo)) - 1u)) << lo;
     for (int64_t gi = 0; gi < ng; ++gi) {
@@ -1171,7 +1172,8 @@ void for_each_diag_block(const P& p, int64_t begin, int64_t end, Block&& block, 
   int64_t r = begin;
   while (r < end) {
     const int64_t bh = r / N, j0 = r - bh * N;
-    const int64_t n = std::min<int64_t>(std::min<int64_t>(W, N - j0), end - r);
+    const int64_t rest = N - j0 < end - r ? N - j0 : end - r;
+    const int64_t n = W < rest ? W : rest;
     const DiagBlock b(p, bh, j0, n);
     block(b);
     for (int i = 0; i < n; ++i)
