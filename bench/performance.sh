@@ -8,7 +8,8 @@
 # Resumable: a result file that exists is not measured again (delete it to redo). Run it on an
 # otherwise idle machine; SPARSEVIT (default build/sparsevit) and PYTHON (default /usr/bin/python3,
 # Debian's python3-torch) can be overridden; SPARSEVIT_BEFORE, when set, is an older binary whose
-# operator timings and finetune speed are measured too, for before/after tables.
+# operator timings, training step (with its breakdown) and finetune speed are measured too, for
+# before/after tables (docs/performance.md: main at 06d3c66 with this commit's src/benchmarks).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${1:-docs/results/performance}"
@@ -45,16 +46,24 @@ for N in 197 577 1025; do
   done
 done
 
-# 2. Whole models, batch 128: training step and inference, fp32 and bf16, with the breakdown.
-for model in vit_nano_patch2_28 vit_tiny_patch2_28; do
+# 2. Whole models, batch 128: training step and inference, fp32 and bf16, with the breakdown;
+#    N = 197 with the ViT-B config, and the quickstart model (N = 50) with its own.
+for model in vit_nano_patch2_28 vit_tiny_patch2_28 vit_nano_patch4_28; do
+  cfg=$FIBO; reps=5
+  [ $model = vit_nano_patch4_28 ] && cfg=configs/attention/vit_fibottention_small.yaml
+  [ $model = vit_tiny_patch2_28 ] && reps=3
   for amp in none bf16; do
-    run "model_${model}_train_${amp}.json" "$SV" bench --model $model --attn-cfg $FIBO --backward --amp $amp \
-      --threads 2 --repeats 5 --warmup 2 --breakdown --json
-    run "model_${model}_infer_${amp}.json" "$SV" bench --model $model --attn-cfg $FIBO --amp $amp \
-      --threads 2 --repeats 5 --warmup 2 --json
+    run "model_${model}_train_${amp}.json" "$SV" bench --model $model --attn-cfg $cfg --backward --amp $amp \
+      --threads 2 --repeats $reps --warmup 2 --breakdown --json
+    run "model_${model}_infer_${amp}.json" "$SV" bench --model $model --attn-cfg $cfg --amp $amp \
+      --threads 2 --repeats $reps --warmup 2 --json
   done
-  run "eager_${model}_train.json" "$PY" bench/vit_train_pytorch.py --model $model --batch 128 --threads 2 --steps 5 --warmup 2
-  run "eager_${model}_infer.json" "$PY" bench/vit_train_pytorch.py --model $model --batch 128 --threads 2 --steps 5 --warmup 2 --forward
+  if [ -n "${SPARSEVIT_BEFORE:-}" ]; then  # the old model code; it trained without the malloc cache
+    run "model_${model}_train_none_before.json" "$SPARSEVIT_BEFORE" bench --model $model --attn-cfg $cfg --backward \
+      --no-malloc-cache --threads 2 --repeats $reps --warmup 2 --breakdown --json
+  fi
+  run "eager_${model}_train.json" "$PY" bench/vit_train_pytorch.py --model $model --batch 128 --threads 2 --steps $reps --warmup 2
+  run "eager_${model}_infer.json" "$PY" bench/vit_train_pytorch.py --model $model --batch 128 --threads 2 --steps $reps --warmup 2 --forward
 done
 # High resolution, where dense attention dominates: ViT-Ti at 448 x 448 with 8 x 8 patches (N = 3137).
 run model_vit_tiny_448_p8_infer_none.json "$SV" bench --model vit_tiny_patch16_224 --input_size 448 --patch_size 8 \

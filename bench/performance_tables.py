@@ -47,16 +47,17 @@ def operator_table():
 def model_table():
     print("| model | pass | amp | dense images/s | Fibottention images/s | Fibottention / dense | PyTorch eager dense images/s | our dense / eager | dense peak | sparse peak |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for m in ("vit_nano_patch2_28", "vit_tiny_patch2_28"):
+    for m in ("vit_nano_patch2_28", "vit_tiny_patch2_28", "vit_nano_patch4_28"):
         for p in ("train", "infer"):
             eager = load(f"eager_{m}_{p}.json")
-            for amp in ("none", "bf16"):
+            for amp in ("none", "bf16", "none_before"):
                 r = load(f"model_{m}_{p}_{amp}.json")
                 if not r:
                     continue
                 d, s = r["dense"], r["sparse"]
                 e = eager["images_per_second"] if eager and amp == "none" else None
-                print(f"| {m} | {'training step' if p == 'train' else 'inference'} | {amp} | "
+                label = "none, before (06d3c66)" if amp == "none_before" else amp
+                print(f"| {m} | {'training step' if p == 'train' else 'inference'} | {label} | "
                       f"{d['images_per_second']:.1f} | {s['images_per_second']:.1f} | **{r['speedup_vs_dense']:.2f}×** | "
                       f"{'%.1f' % e if e else '—'} | {'**%.2f×**' % (d['images_per_second'] / e) if e else '—'} | "
                       f"{d['peak_extra_bytes'] / 2**20:.0f} MiB | {s['peak_extra_bytes'] / 2**20:.0f} MiB |")
@@ -73,11 +74,11 @@ def breakdown_table():
              "patch_embedding", "loss", "autograd_engine", "other", "outside_ops"]
     cols = []
     for m in ("vit_nano_patch2_28", "vit_tiny_patch2_28"):
-        for amp in ("none", "bf16"):
+        for amp, tag in (("none_before", " before"), ("none", ""), ("bf16", " bf16")):
             r = load(f"model_{m}_train_{amp}.json")
             if r:
                 for k in ("dense", "sparse"):
-                    cols.append((f"{m.split('_')[1]} {k}{' bf16' if amp == 'bf16' else ''}", r[k]))
+                    cols.append((f"{m.split('_')[1]} {k}{tag}", r[k]))
     print("| part (ms per step, share) | " + " | ".join(c[0] for c in cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for part in parts:
