@@ -4,7 +4,7 @@
 // runs it, on random in-memory batches (so data loading is not measured).
 //
 // Timing: every repeat runs both models back to back, the order alternating every repeat, so
-// machine noise hits both alike; each figure is the median of `repeats` after `warmup` untimed
+// machine noise hits both alike, and each timed step follows an untimed step of the same model; each figure is the median of `repeats` after `warmup` untimed
 // steps. Memory: peak bytes of CPU tensors allocated above what was live before one extra untimed
 // step (activations, gradients, optimizer temporaries; benchmarks/cpu_memory_tracker.h).
 // `breakdown` adds, per model, the share of a step's time per part (op_profiler.h) over extra

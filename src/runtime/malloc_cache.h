@@ -7,7 +7,8 @@
 
 namespace sparsevit::runtime {
 
-// Raises glibc's mmap threshold to 32 MiB and its trim threshold to 1 GiB (process-wide; idempotent).
+// Turns off glibc's mmap for large blocks and raises its trim threshold to 1 GiB (process-wide;
+// idempotent).
 void enable_malloc_cache();
 
 }  // namespace sparsevit::runtime
