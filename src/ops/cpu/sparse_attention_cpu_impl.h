@@ -62,6 +62,68 @@ SV_INLINE V<T> vsplat(T x) {
   return V<T>{} + x;
 }
 
+// ---- storage types ----------------------------------------------------------------------------
+//
+// The per-token tensors are stored as S and computed in T: S == T (float, double), or S = Bf16
+// (the raw bits of a bfloat16, the upper half of a float32) with T = float. Loads widen in
+// registers (zero-extend, shift left 16, bit-cast); stores round to nearest even exactly like
+// c10::BFloat16 (NaN -> 0x7fc0). Scores, softmax tiles, lse and the P/dS workspaces are T.
+using Bf16 = uint16_t;
+typedef uint32_t VU32 __attribute__((vector_size(kVectorBytes)));
+typedef uint16_t VU16 __attribute__((vector_size(kVectorBytes / 2)));
+
+// One vector of T from S storage.
+template <typename T, typename S>
+SV_INLINE V<T> vload_s(const S* p) {
+  if constexpr (std::is_same_v<S, T>) {
+    return vload(p);
+  } else {
+    static_assert(std::is_same_v<S, Bf16> && std::is_same_v<T, float>, "bf16 storage computes in float");
+    VU16 h;
+    std::memcpy(&h, p, sizeof(h));
+    const VU32 w = __builtin_convertvector(h, VU32) << 16;
+    V<float> f;
+    std::memcpy(&f, &w, sizeof(f));
+    return f;
+  }
+}
+template <typename T, typename S>
+SV_INLINE void vstore_s(S* p, const V<T>& v) {
+  if constexpr (std::is_same_v<S, T>) {
+    vstore(p, v);
+  } else {
+    static_assert(std::is_same_v<S, Bf16> && std::is_same_v<T, float>, "bf16 storage computes in float");
+    VU32 u;
+    std::memcpy(&u, &v, sizeof(u));
+    VU32 r = (u + (((u >> 16) & 1u) + 0x7fffu)) >> 16;  // round to nearest even
+    r = v != v ? VU32{} + 0x7fc0u : r;                   // NaN stays a (quiet) NaN
+    const VU16 h = __builtin_convertvector(r, VU16);
+    std::memcpy(p, &h, sizeof(h));
+  }
+}
+// Scalar versions.
+template <typename T, typename S>
+SV_INLINE T load_s(const S* p) {
+  if constexpr (std::is_same_v<S, T>) {
+    return *p;
+  } else {
+    const uint32_t w = static_cast<uint32_t>(*p) << 16;
+    float f;
+    std::memcpy(&f, &w, sizeof(f));
+    return f;
+  }
+}
+template <typename T, typename S>
+SV_INLINE void store_s(S* p, T x) {
+  if constexpr (std::is_same_v<S, T>) {
+    *p = x;
+  } else {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof(u));
+    *p = x != x ? Bf16(0x7fc0) : static_cast<Bf16>((u + (((u >> 16) & 1u) + 0x7fffu)) >> 16);
+  }
+}
+
 // Horizontal sum by halving the register (zmm -> ymm -> xmm -> ...), all in registers.
 template <typename T, int Bytes>
 SV_INLINE T hsum_bytes(const typename VecType<T, Bytes>::type& v) {
@@ -291,48 +353,52 @@ struct FixedRow {
   static_assert(kD % kW == 0 && kC > 0, "fixed D must be a multiple of the vector width");
 
   V<T> r[kC];
-  SV_INLINE void load(const T* p) {
+  template <typename S>
+  SV_INLINE void load(const S* p) {
 #pragma GCC unroll 16
-    for (int c = 0; c < kC; ++c) r[c] = vload(p + c * kW);
+    for (int c = 0; c < kC; ++c) r[c] = vload_s<T>(p + c * kW);
   }
   SV_INLINE void zero() {
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] = V<T>{};
   }
-  SV_INLINE void store(T* p, T s) const {
+  template <typename S>
+  SV_INLINE void store(S* p, T s) const {
     const V<T> sv = vsplat(s);
 #pragma GCC unroll 16
-    for (int c = 0; c < kC; ++c) vstore(p + c * kW, r[c] * sv);
+    for (int c = 0; c < kC; ++c) vstore_s<T>(p + c * kW, V<T>(r[c] * sv));
   }
   SV_INLINE void add(const FixedRow& o) {
 #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) r[c] += o.r[c];
   }
   // this . y
-  SV_INLINE T dot(const T* y) const {
-    V<T> a = r[0] * vload(y);
+  template <typename S>
+  SV_INLINE T dot(const S* y) const {
+    V<T> a = r[0] * vload_s<T>(y);
 #pragma GCC unroll 16
-    for (int c = 1; c < kC; ++c) a += r[c] * vload(y + c * kW);
+    for (int c = 1; c < kC; ++c) a += r[c] * vload_s<T>(y + c * kW);
     return hsum<T>(a);
   }
   // this += w * y
-  SV_INLINE void axpy(T w, const T* y) {
+  template <typename S>
+  SV_INLINE void axpy(T w, const S* y) {
     const V<T> wv = vsplat(w);
 #pragma GCC unroll 16
-    for (int c = 0; c < kC; ++c) r[c] += wv * vload(y + c * kW);
+    for (int c = 0; c < kC; ++c) r[c] += wv * vload_s<T>(y + c * kW);
   }
 };
 
 // s[t] = x . base[idx[t] * ld] with x held in registers.
-template <typename T, int kD>
-inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base, int64_t ld,
+template <typename T, int kD, typename S>
+inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const S* base, int64_t ld,
                               T* s) {
   int64_t t = 0;
   for (; t + 4 <= n; t += 4) {
-    const T* y0 = base + static_cast<int64_t>(idx[t]) * ld;
-    const T* y1 = base + static_cast<int64_t>(idx[t + 1]) * ld;
-    const T* y2 = base + static_cast<int64_t>(idx[t + 2]) * ld;
-    const T* y3 = base + static_cast<int64_t>(idx[t + 3]) * ld;
+    const S* y0 = base + static_cast<int64_t>(idx[t]) * ld;
+    const S* y1 = base + static_cast<int64_t>(idx[t + 1]) * ld;
+    const S* y2 = base + static_cast<int64_t>(idx[t + 2]) * ld;
+    const S* y3 = base + static_cast<int64_t>(idx[t + 3]) * ld;
     s[t] = x.dot(y0);
     s[t + 1] = x.dot(y1);
     s[t + 2] = x.dot(y2);
@@ -343,9 +409,9 @@ inline void fixed_gather_dots(const FixedRow<T, kD>& x, const int32_t* idx, int6
 
 // acc = sum_t c[t or cidx[t]] * base[idx[t] * D]; two accumulator sets (even/odd terms) keep
 // twice as many independent FMA chains in flight, combined once at the end.
-template <typename T, int kD>
+template <typename T, int kD, typename S>
 inline void fixed_gather_weighted_sum(FixedRow<T, kD>& acc, const T* c, const int32_t* cidx, const int32_t* idx,
-                                      int64_t n, const T* base, int64_t ld) {
+                                      int64_t n, const S* base, int64_t ld) {
   FixedRow<T, kD> a0, a1;
   a0.zero();
   a1.zero();
@@ -508,11 +574,11 @@ SV_INLINE V<T> block_dots(RowPtr row_ptr, KeyPtr key_ptr) {
 #pragma GCC unroll 16
   for (int i = 0; i < W; ++i) {
     const int r = lanes.lane_of_input[i];
-    const T* x = row_ptr(r);
-    const T* y = key_ptr(r);
-    V<T> a = vload(x) * vload(y);
+    const auto* x = row_ptr(r);
+    const auto* y = key_ptr(r);
+    V<T> a = vload_s<T>(x) * vload_s<T>(y);
 #pragma GCC unroll 16
-    for (int c = 1; c < C; ++c) a += vload(x + c * W) * vload(y + c * W);
+    for (int c = 1; c < C; ++c) a += vload_s<T>(x + c * W) * vload_s<T>(y + c * W);
     acc[i] = a;
   }
   return transpose_reduce<T>(acc);
@@ -520,8 +586,8 @@ SV_INLINE V<T> block_dots(RowPtr row_ptr, KeyPtr key_ptr) {
 
 // s[t] = x . base[idx[t] * D] for a long row: W keys per step reduced together by the
 // transposing tree (one vector store per W keys), the rest four at a time.
-template <typename T, int kD>
-inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const T* base,
+template <typename T, int kD, typename S>
+inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx, int64_t n, const S* base,
                                    int64_t ld, T* s) {
   constexpr int W = static_cast<int>(kLanes<T>);
   constexpr int C = kD / W;
@@ -531,10 +597,10 @@ inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx,
     V<T> acc[W];
 #pragma GCC unroll 16
     for (int i = 0; i < W; ++i) {
-      const T* y = base + static_cast<int64_t>(idx[t + lanes.lane_of_input[i]]) * ld;
-      V<T> a = x.r[0] * vload(y);
+      const S* y = base + static_cast<int64_t>(idx[t + lanes.lane_of_input[i]]) * ld;
+      V<T> a = x.r[0] * vload_s<T>(y);
 #pragma GCC unroll 16
-      for (int c = 1; c < C; ++c) a += x.r[c] * vload(y + c * W);
+      for (int c = 1; c < C; ++c) a += x.r[c] * vload_s<T>(y + c * W);
       acc[i] = a;
     }
     vstore(s + t, transpose_reduce<T>(acc));
@@ -542,15 +608,15 @@ inline void fixed_gather_dots_wide(const FixedRow<T, kD>& x, const int32_t* idx,
   fixed_gather_dots(x, idx + t, n - t, base, ld, s + t);
 }
 
-template <typename T, int kD>
-void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
+template <typename T, typename S, int kD>
+void forward_block(const ForwardParams<T, S>& p, const RowBlock<T>& b, T* scores) {
   constexpr int W = static_cast<int>(kLanes<T>);
   const int64_t N = p.tokens;
   const int64_t H = p.heads;
-  const T* qb = p.q.head(b.bh, H);
-  const T* kb = p.k.head(b.bh, H);
-  const T* vb = p.v.head(b.bh, H);
-  T* ob = p.out.head(b.bh, H);
+  const S* qb = p.q.head(b.bh, H);
+  const S* kb = p.k.head(b.bh, H);
+  const S* vb = p.v.head(b.bh, H);
+  S* ob = p.out.head(b.bh, H);
   const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n;
   const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
   alignas(64) T tile[kBlockMaxKeys * W];
@@ -581,7 +647,7 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
   for (int r = 0; r < b.n; ++r) {
     if (b.is_long[r]) continue;
     const int64_t row = b.bh * N + b.j0 + r;
-    T* o = ob + (b.j0 + r) * so;
+    S* o = ob + (b.j0 + r) * so;
     if (b.len[r] == 0) {
       zero_row(o, kD);
       p.lse[row] = -std::numeric_limits<T>::infinity();
@@ -604,18 +670,18 @@ void forward_block(const ForwardParams<T>& p, const RowBlock<T>& b, T* scores) {
   (void)scores;
 }
 
-template <typename T, int kD>
-void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
+template <typename T, typename S, int kD>
+void backward_query_block(const BackwardParams<T, S>& p, const RowBlock<T>& b) {
   constexpr int W = static_cast<int>(kLanes<T>);
   const int64_t N = p.tokens;
   const int64_t base = b.bh * N;
   const int64_t H = p.heads;
-  const T* qb = p.q.head(b.bh, H);
-  const T* kb = p.k.head(b.bh, H);
-  const T* vb = p.v.head(b.bh, H);
-  const T* ob = p.out.head(b.bh, H);
-  const T* gb = p.grad_out.head(b.bh, H);
-  T* dqb = p.grad_q.head(b.bh, H);
+  const S* qb = p.q.head(b.bh, H);
+  const S* kb = p.k.head(b.bh, H);
+  const S* vb = p.v.head(b.bh, H);
+  const S* ob = p.out.head(b.bh, H);
+  const S* gb = p.grad_out.head(b.bh, H);
+  S* dqb = p.grad_q.head(b.bh, H);
   const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n,
                 sg = p.grad_out.stride_n, sdq = p.grad_q.stride_n;
   const int32_t* cols = p.col_idx + b.h * p.nnz_stride;
@@ -643,7 +709,7 @@ void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
   }
   for (int r = 0; r < b.n; ++r) {
     if (b.is_long[r]) continue;
-    T* dq = dqb + (b.j0 + r) * sdq;
+    S* dq = dqb + (b.j0 + r) * sdq;
     const int64_t len = b.len[r];
     if (len == 0) {
       zero_row(dq, kD);
@@ -676,23 +742,23 @@ void backward_query_block(const BackwardParams<T>& p, const RowBlock<T>& b) {
 
 // ---- forward ----------------------------------------------------------------------------------
 
-template <typename T, int kD>
-void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
+template <typename T, typename S, int kD>
+void forward_rows_impl(const ForwardParams<T, S>& p, int64_t begin, int64_t end, T* scores) {
   const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
   for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
     const int64_t r = rc.r, bh = rc.bh;
     const int32_t* rp = p.row_ptr + rc.h * (N + 1);
     const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
-    T* o = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
+    S* o = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
     if (nk == 0) {
       zero_row(o, D);
       p.lse[r] = -std::numeric_limits<T>::infinity();
       continue;
     }
     const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
-    const T* kb = p.k.head(bh, p.heads);
-    const T* vb = p.v.head(bh, p.heads);
-    const T* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
+    const S* kb = p.k.head(bh, p.heads);
+    const S* vb = p.v.head(bh, p.heads);
+    const S* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
     if constexpr (kD > 0) {
       FixedRow<T, kD> qr;
       qr.load(qj);
@@ -724,25 +790,25 @@ void forward_rows_impl(const ForwardParams<T>& p, int64_t begin, int64_t end, T*
 
 // Per query row j: P_jk = exp(scale * q_j.k_k - lse_j), dP_jk = dO_j.v_k, Di = dO_j.O_j,
 // dS_jk = P_jk (dP_jk - Di), dQ_j = scale * sum_k dS_jk k_k. P and dS go to the edge buffers.
-template <typename T, int kD>
-void backward_query_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+template <typename T, typename S, int kD>
+void backward_query_rows_impl(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
   const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
   for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
     const int64_t r = rc.r, bh = rc.bh;
     const int32_t* rp = p.row_ptr + rc.h * (N + 1);
     const int64_t start = rp[rc.j], nk = rp[rc.j + 1] - start;
-    T* dq = p.grad_q.head(bh, p.heads) + rc.j * p.grad_q.stride_n;
+    S* dq = p.grad_q.head(bh, p.heads) + rc.j * p.grad_q.stride_n;
     if (nk == 0) {
       zero_row(dq, D);
       continue;
     }
     const int32_t* keys = p.col_idx + rc.h * p.nnz_stride + start;
-    const T* kb = p.k.head(bh, p.heads);
-    const T* vb = p.v.head(bh, p.heads);
+    const S* kb = p.k.head(bh, p.heads);
+    const S* vb = p.v.head(bh, p.heads);
     const int64_t sk = p.k.stride_n, sv = p.v.stride_n;
-    const T* doj = p.grad_out.head(bh, p.heads) + rc.j * p.grad_out.stride_n;
-    const T* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
-    const T* oj = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
+    const S* doj = p.grad_out.head(bh, p.heads) + rc.j * p.grad_out.stride_n;
+    const S* qj = p.q.head(bh, p.heads) + rc.j * p.q.stride_n;
+    const S* oj = p.out.head(bh, p.heads) + rc.j * p.out.stride_n;
     T* P = p.edge_p + bh * p.nnz_stride + start;
     T* dS = p.edge_ds + bh * p.nnz_stride + start;
     T di;
@@ -774,15 +840,15 @@ void backward_query_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t
 
 // Per key k: dV_k = sum_j P_jk dO_j, dK_k = scale * sum_j dS_jk q_j over the transposed CSR,
 // queries in increasing order: a fixed order, no atomics, each output row owned by one call.
-template <typename T, int kD>
-void backward_key_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+template <typename T, typename S, int kD>
+void backward_key_rows_impl(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
   const int64_t N = p.tokens, D = kD > 0 ? kD : p.dim;
   for (RowCursor rc(begin, N, p.heads); rc.r < end; rc.next()) {
     const int64_t bh = rc.bh;
     const int32_t* trp = p.t_row_ptr + rc.h * (N + 1);
     const int64_t start = trp[rc.j], nq = trp[rc.j + 1] - start;
-    T* dk = p.grad_k.head(bh, p.heads) + rc.j * p.grad_k.stride_n;
-    T* dv = p.grad_v.head(bh, p.heads) + rc.j * p.grad_v.stride_n;
+    S* dk = p.grad_k.head(bh, p.heads) + rc.j * p.grad_k.stride_n;
+    S* dv = p.grad_v.head(bh, p.heads) + rc.j * p.grad_v.stride_n;
     if (nq == 0) {
       zero_row(dk, D);
       zero_row(dv, D);
@@ -807,14 +873,20 @@ void backward_key_rows_impl(const BackwardParams<T>& p, int64_t begin, int64_t e
 }
 
 // Compile-time D for the common head sizes (when a multiple of the vector width), else generic.
-template <typename T, template <typename, int> class Kernel, typename... Args>
+// bf16 storage (S != T) has only the compile-time D (16, 32, 64, 128: multiples of every
+// ISA's float lanes); the torch glue converts other D to float32 first and never calls it so.
+template <typename T, typename S, template <typename, typename, int> class Kernel, typename... Args>
 void dispatch_dim(int64_t dim, Args&&... args) {
   constexpr int64_t W = kLanes<T>;
-  if (dim == 64 && 64 % W == 0) return Kernel<T, (64 % W == 0) ? 64 : 0>::run(args...);
-  if (dim == 32 && 32 % W == 0) return Kernel<T, (32 % W == 0) ? 32 : 0>::run(args...);
-  if (dim == 128 && 128 % W == 0) return Kernel<T, (128 % W == 0) ? 128 : 0>::run(args...);
-  if (dim == 16 && 16 % W == 0) return Kernel<T, (16 % W == 0) ? 16 : 0>::run(args...);
-  return Kernel<T, 0>::run(args...);
+  if (dim == 64 && 64 % W == 0) return Kernel<T, S, (64 % W == 0) ? 64 : 0>::run(args...);
+  if (dim == 32 && 32 % W == 0) return Kernel<T, S, (32 % W == 0) ? 32 : 0>::run(args...);
+  if (dim == 128 && 128 % W == 0) return Kernel<T, S, (128 % W == 0) ? 128 : 0>::run(args...);
+  if (dim == 16 && 16 % W == 0) return Kernel<T, S, (16 % W == 0) ? 16 : 0>::run(args...);
+  if constexpr (std::is_same_v<S, T>) {
+    return Kernel<T, S, 0>::run(args...);
+  } else {
+    __builtin_trap();
+  }
 }
 
 // Rows [begin, end) as blocks of at most W rows within one batch-head; long rows per row.
@@ -834,46 +906,46 @@ void for_each_block(int64_t begin, int64_t end, int64_t N, int64_t H, const int3
   }
 }
 
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct ForwardKernel {
-  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) {
+  static void run(const ForwardParams<T, S>& p, int64_t b, int64_t e, T* s) {
     if constexpr (kD > 0) {
       for_each_block<T>(
-          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { forward_block<T, kD>(p, blk, s); },
-          [&](int64_t row) { forward_rows_impl<T, kD>(p, row, row + 1, s); });
+          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { forward_block<T, S, kD>(p, blk, s); },
+          [&](int64_t row) { forward_rows_impl<T, S, kD>(p, row, row + 1, s); });
     } else {
-      forward_rows_impl<T, kD>(p, b, e, s);
+      forward_rows_impl<T, S, kD>(p, b, e, s);
     }
   }
 };
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct QueryKernel {
-  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+  static void run(const BackwardParams<T, S>& p, int64_t b, int64_t e) {
     if constexpr (kD > 0) {
       for_each_block<T>(
-          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { backward_query_block<T, kD>(p, blk); },
-          [&](int64_t row) { backward_query_rows_impl<T, kD>(p, row, row + 1); });
+          b, e, p.tokens, p.heads, p.row_ptr, [&](const RowBlock<T>& blk) { backward_query_block<T, S, kD>(p, blk); },
+          [&](int64_t row) { backward_query_rows_impl<T, S, kD>(p, row, row + 1); });
     } else {
-      backward_query_rows_impl<T, kD>(p, b, e);
+      backward_query_rows_impl<T, S, kD>(p, b, e);
     }
   }
 };
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct KeyKernel {
-  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) { backward_key_rows_impl<T, kD>(p, b, e); }
+  static void run(const BackwardParams<T, S>& p, int64_t b, int64_t e) { backward_key_rows_impl<T, S, kD>(p, b, e); }
 };
 
-template <typename T>
-void forward_rows(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
-  dispatch_dim<T, ForwardKernel>(p.dim, p, begin, end, scores);
+template <typename T, typename S>
+void forward_rows(const ForwardParams<T, S>& p, int64_t begin, int64_t end, T* scores) {
+  dispatch_dim<T, S, ForwardKernel>(p.dim, p, begin, end, scores);
 }
-template <typename T>
-void backward_query_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  dispatch_dim<T, QueryKernel>(p.dim, p, begin, end);
+template <typename T, typename S>
+void backward_query_rows(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, S, QueryKernel>(p.dim, p, begin, end);
 }
-template <typename T>
-void backward_key_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  dispatch_dim<T, KeyKernel>(p.dim, p, begin, end);
+template <typename T, typename S>
+void backward_key_rows(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, S, KeyKernel>(p.dim, p, begin, end);
 }
 
 // ---- structured (diagonal) kernels --------------------------------------------------------------
@@ -940,15 +1012,15 @@ struct DiagBlock {
 // W dot products (rows(r) . key of lane r at step s): a global step reads one key row for every
 // lane; a diagonal step whose W keys all lie in [0, N) reads W consecutive rows from one base;
 // only a block at the edge of the sequence clamps lane by lane.
-template <typename T, int kD, typename RowPtr>
-SV_INLINE V<T> diag_dots(const DiagBlock& b, int64_t s, int64_t N, RowPtr rows, const T* kb, int64_t sk) {
+template <typename T, int kD, typename RowPtr, typename S>
+SV_INLINE V<T> diag_dots(const DiagBlock& b, int64_t s, int64_t N, RowPtr rows, const S* kb, int64_t sk) {
   if (s >= b.nd) {
-    const T* y = kb + static_cast<int64_t>(b.globs[s - b.nd]) * sk;
+    const S* y = kb + static_cast<int64_t>(b.globs[s - b.nd]) * sk;
     return block_dots<T, kD>(rows, [&](int) { return y; });
   }
   const int64_t first = b.j0 + b.deltas[s];
   if (first >= 0 && first + kLanes<T> <= N) {
-    const T* y = kb + first * sk;
+    const S* y = kb + first * sk;
     return block_dots<T, kD>(rows, [&](int r) { return y + r * sk; });
   }
   return block_dots<T, kD>(rows, [&](int r) { return kb + b.key(s, r, N) * sk; });
@@ -968,15 +1040,15 @@ SV_INLINE VMask<T> lane_mask(uint32_t bits) {
   return (b & pow2) != 0;
 }
 
-template <typename T, int kD>
-void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
+template <typename T, typename S, int kD>
+void forward_diag_block(const ForwardParams<T, S>& p, const DiagBlock& b) {
   constexpr int W = static_cast<int>(kLanes<T>);
   if (b.row_ok == 0) return;
   const int64_t N = p.tokens, H = p.heads;
-  const T* qb = p.q.head(b.bh, H);
-  const T* kb = p.k.head(b.bh, H);
-  const T* vb = p.v.head(b.bh, H);
-  T* ob = p.out.head(b.bh, H);
+  const S* qb = p.q.head(b.bh, H);
+  const S* kb = p.k.head(b.bh, H);
+  const S* vb = p.v.head(b.bh, H);
+  S* ob = p.out.head(b.bh, H);
   const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n;
   const int64_t steps = b.steps();
   alignas(64) T tile[kMaxDiagonalSlots * W];
@@ -1012,7 +1084,7 @@ void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
   for (int r = 0; r < b.n; ++r) {
     if (!((b.row_ok >> r) & 1u)) continue;
     const int64_t row = b.bh * N + b.j0 + r;
-    T* o = ob + (b.j0 + r) * so;
+    S* o = ob + (b.j0 + r) * so;
     if (!(lv[r] > 0)) {
       zero_row(o, kD);
       p.lse[row] = -std::numeric_limits<T>::infinity();
@@ -1024,7 +1096,7 @@ void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
     bool odd = false;
     for (int64_t s = 0; s < steps; ++s) {
       if (!((valid[s] >> r) & 1u)) continue;
-      const T* y = vb + b.valid_key(s, r) * sv;
+      const S* y = vb + b.valid_key(s, r) * sv;
       if (odd) {
         a1.axpy(tile[s * W + r], y);
       } else {
@@ -1038,18 +1110,18 @@ void forward_diag_block(const ForwardParams<T>& p, const DiagBlock& b) {
   }
 }
 
-template <typename T, int kD>
-void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
+template <typename T, typename S, int kD>
+void backward_query_diag_block(const BackwardParams<T, S>& p, const DiagBlock& b) {
   constexpr int W = static_cast<int>(kLanes<T>);
   if (b.row_ok == 0) return;
   const int64_t N = p.tokens, H = p.heads;
   const int64_t base = b.bh * N;
-  const T* qb = p.q.head(b.bh, H);
-  const T* kb = p.k.head(b.bh, H);
-  const T* vb = p.v.head(b.bh, H);
-  const T* ob = p.out.head(b.bh, H);
-  const T* gb = p.grad_out.head(b.bh, H);
-  T* dqb = p.grad_q.head(b.bh, H);
+  const S* qb = p.q.head(b.bh, H);
+  const S* kb = p.k.head(b.bh, H);
+  const S* vb = p.v.head(b.bh, H);
+  const S* ob = p.out.head(b.bh, H);
+  const S* gb = p.grad_out.head(b.bh, H);
+  S* dqb = p.grad_q.head(b.bh, H);
   const int64_t sq = p.q.stride_n, sk = p.k.stride_n, sv = p.v.stride_n, so = p.out.stride_n,
                 sg = p.grad_out.stride_n, sdq = p.grad_q.stride_n;
   T* slot_p = p.slot_p + b.bh * p.slot_stride;
@@ -1099,7 +1171,7 @@ void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
     bool odd = false;
     for (int64_t s = 0; s < steps; ++s) {
       if (!((valid[s] >> r) & 1u)) continue;
-      const T* y = kb + b.valid_key(s, r) * sk;
+      const S* y = kb + b.valid_key(s, r) * sk;
       if (odd) {
         a1.axpy(dstile[s * W + r], y);
       } else {
@@ -1114,8 +1186,8 @@ void backward_query_diag_block(const BackwardParams<T>& p, const DiagBlock& b) {
 
 // Key rows [begin, end): dV_k = sum P_jk dO_j, dK_k = scale sum dS_jk q_j, in slot order, then the
 // global query rows in increasing order.
-template <typename T, int kD>
-void backward_key_diag_rows(const BackwardParams<T>& p, int64_t begin, int64_t end) {
+template <typename T, typename S, int kD>
+void backward_key_diag_rows(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
   const int64_t N = p.tokens, H = p.heads;
   const DiagonalPlan& d = p.diag;
   for (RowCursor rc(begin, N, H); rc.r < end; rc.next()) {
@@ -1128,8 +1200,8 @@ void backward_key_diag_rows(const BackwardParams<T>& p, int64_t begin, int64_t e
     const uint8_t* isg = d.is_global + h * N;
     const T* slot_p = p.slot_p + bh * p.slot_stride;
     const T* slot_ds = p.slot_ds + bh * p.slot_stride;
-    const T* qb = p.q.head(bh, H);
-    const T* gb = p.grad_out.head(bh, H);
+    const S* qb = p.q.head(bh, H);
+    const S* gb = p.grad_out.head(bh, H);
     const int64_t sq = p.q.stride_n, sg = p.grad_out.stride_n;
     FixedRow<T, kD> dv, dk;
     dv.zero();
@@ -1182,52 +1254,52 @@ void for_each_diag_block(const P& p, int64_t begin, int64_t end, Block&& block, 
   }
 }
 
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct ForwardDiagKernel {
-  static void run(const ForwardParams<T>& p, int64_t b, int64_t e, T* s) {
+  static void run(const ForwardParams<T, S>& p, int64_t b, int64_t e, T* s) {
     if constexpr (kD > 0) {
       for_each_diag_block<T>(
-          p, b, e, [&](const DiagBlock& blk) { forward_diag_block<T, kD>(p, blk); },
-          [&](int64_t row) { forward_rows_impl<T, kD>(p, row, row + 1, s); });
+          p, b, e, [&](const DiagBlock& blk) { forward_diag_block<T, S, kD>(p, blk); },
+          [&](int64_t row) { forward_rows_impl<T, S, kD>(p, row, row + 1, s); });
     } else {
-      ForwardKernel<T, kD>::run(p, b, e, s);
+      ForwardKernel<T, S, kD>::run(p, b, e, s);
     }
   }
 };
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct QueryDiagKernel {
-  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+  static void run(const BackwardParams<T, S>& p, int64_t b, int64_t e) {
     if constexpr (kD > 0) {
       for_each_diag_block<T>(
-          p, b, e, [&](const DiagBlock& blk) { backward_query_diag_block<T, kD>(p, blk); },
-          [&](int64_t row) { backward_query_rows_impl<T, kD>(p, row, row + 1); });
+          p, b, e, [&](const DiagBlock& blk) { backward_query_diag_block<T, S, kD>(p, blk); },
+          [&](int64_t row) { backward_query_rows_impl<T, S, kD>(p, row, row + 1); });
     } else {
-      QueryKernel<T, kD>::run(p, b, e);
+      QueryKernel<T, S, kD>::run(p, b, e);
     }
   }
 };
-template <typename T, int kD>
+template <typename T, typename S, int kD>
 struct KeyDiagKernel {
-  static void run(const BackwardParams<T>& p, int64_t b, int64_t e) {
+  static void run(const BackwardParams<T, S>& p, int64_t b, int64_t e) {
     if constexpr (kD > 0) {
-      backward_key_diag_rows<T, kD>(p, b, e);
+      backward_key_diag_rows<T, S, kD>(p, b, e);
     } else {
-      KeyKernel<T, kD>::run(p, b, e);
+      KeyKernel<T, S, kD>::run(p, b, e);
     }
   }
 };
 
-template <typename T>
-void forward_rows_diagonal(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores) {
-  dispatch_dim<T, ForwardDiagKernel>(p.dim, p, begin, end, scores);
+template <typename T, typename S>
+void forward_rows_diagonal(const ForwardParams<T, S>& p, int64_t begin, int64_t end, T* scores) {
+  dispatch_dim<T, S, ForwardDiagKernel>(p.dim, p, begin, end, scores);
 }
-template <typename T>
-void backward_query_rows_diagonal(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  dispatch_dim<T, QueryDiagKernel>(p.dim, p, begin, end);
+template <typename T, typename S>
+void backward_query_rows_diagonal(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, S, QueryDiagKernel>(p.dim, p, begin, end);
 }
-template <typename T>
-void backward_key_rows_diagonal(const BackwardParams<T>& p, int64_t begin, int64_t end) {
-  dispatch_dim<T, KeyDiagKernel>(p.dim, p, begin, end);
+template <typename T, typename S>
+void backward_key_rows_diagonal(const BackwardParams<T, S>& p, int64_t begin, int64_t end) {
+  dispatch_dim<T, S, KeyDiagKernel>(p.dim, p, begin, end);
 }
 
 }  // namespace
@@ -1238,10 +1310,13 @@ void backward_key_rows_diagonal(const BackwardParams<T>& p, int64_t begin, int64
 const KernelTable& table() {
   static const KernelTable t{
       SPARSEVIT_CPU_STR(SPARSEVIT_CPU_ISA),
-      {&forward_rows<float>, &backward_query_rows<float>, &backward_key_rows<float>, &forward_rows_diagonal<float>,
-       &backward_query_rows_diagonal<float>, &backward_key_rows_diagonal<float>},
-      {&forward_rows<double>, &backward_query_rows<double>, &backward_key_rows<double>, &forward_rows_diagonal<double>,
-       &backward_query_rows_diagonal<double>, &backward_key_rows_diagonal<double>},
+      {&forward_rows<float, float>, &backward_query_rows<float, float>, &backward_key_rows<float, float>, &forward_rows_diagonal<float, float>,
+       &backward_query_rows_diagonal<float, float>, &backward_key_rows_diagonal<float, float>},
+      {&forward_rows<double, double>, &backward_query_rows<double, double>, &backward_key_rows<double, double>, &forward_rows_diagonal<double, double>,
+       &backward_query_rows_diagonal<double, double>, &backward_key_rows_diagonal<double, double>},
+      {&forward_rows<float, Bf16>, &backward_query_rows<float, Bf16>, &backward_key_rows<float, Bf16>,
+       &forward_rows_diagonal<float, Bf16>, &backward_query_rows_diagonal<float, Bf16>,
+       &backward_key_rows_diagonal<float, Bf16>},
   };
   return t;
 }

@@ -23,6 +23,9 @@
 
 namespace sparsevit::ops::cpu {
 
+// The raw bits of a bfloat16 (the upper 16 bits of a float32).
+using BFloat16Bits = uint16_t;
+
 // One per-token tensor: element (b, h, j, d) at data[b*stride_b + h*stride_h + j*stride_n + d].
 template <typename T>
 struct TokenTensor {
@@ -59,10 +62,12 @@ struct DiagonalPlan {
   const int32_t* global_pos = nullptr;  // (global_ptr[h] + i) * N + k: CSR position of key k in global row i
 };
 
-template <typename T>
+// T: the compute type (lse, scale, workspaces); S: how the per-token tensors are stored -- T
+// itself, or BFloat16Bits (raw bfloat16) with T = float.
+template <typename T, typename S = T>
 struct ForwardParams {
-  TokenTensor<const T> q, k, v;
-  TokenTensor<T> out;
+  TokenTensor<const S> q, k, v;
+  TokenTensor<S> out;
   T* lse = nullptr;  // [B*H, N]; -inf for rows without keys
   DiagonalPlan diag;  // for the *_diagonal kernels only
   const int32_t* row_ptr = nullptr;  // [H, N+1]
@@ -71,11 +76,11 @@ struct ForwardParams {
   T scale = 1;
 };
 
-template <typename T>
+template <typename T, typename S = T>
 struct BackwardParams {
-  TokenTensor<const T> q, k, v, out, grad_out;
+  TokenTensor<const S> q, k, v, out, grad_out;
   const T* lse = nullptr;  // [B*H, N]
-  TokenTensor<T> grad_q, grad_k, grad_v;
+  TokenTensor<S> grad_q, grad_k, grad_v;
   // Per-edge workspaces [B*H, nnz_stride]: probability P and dS = P * (dP - rowsum(dO*O)).
   T* edge_p = nullptr;
   T* edge_ds = nullptr;
@@ -97,26 +102,29 @@ struct BackwardParams {
   T scale = 1;
 };
 
-template <typename T>
+template <typename T, typename S = T>
 struct KernelFns {
   // Rows [begin, end): out, lse. `scores` holds at least N elements (one row's keys).
-  void (*forward_rows)(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores);
+  void (*forward_rows)(const ForwardParams<T, S>& p, int64_t begin, int64_t end, T* scores);
   // Query-centric pass, rows [begin, end): grad_q, edge_p, edge_ds.
-  void (*backward_query_rows)(const BackwardParams<T>& p, int64_t begin, int64_t end);
+  void (*backward_query_rows)(const BackwardParams<T, S>& p, int64_t begin, int64_t end);
   // Key-centric pass, rows (keys) [begin, end): grad_k, grad_v. Needs the query pass done.
-  void (*backward_key_rows)(const BackwardParams<T>& p, int64_t begin, int64_t end);
+  void (*backward_key_rows)(const BackwardParams<T, S>& p, int64_t begin, int64_t end);
   // The structured kernels for a DiagonalPlan (same contracts; D in {16, 32, 64, 128}, other D
   // fall back to the general kernels above). The query and key passes must be both diagonal or
   // both general.
-  void (*forward_rows_diagonal)(const ForwardParams<T>& p, int64_t begin, int64_t end, T* scores);
-  void (*backward_query_rows_diagonal)(const BackwardParams<T>& p, int64_t begin, int64_t end);
-  void (*backward_key_rows_diagonal)(const BackwardParams<T>& p, int64_t begin, int64_t end);
+  void (*forward_rows_diagonal)(const ForwardParams<T, S>& p, int64_t begin, int64_t end, T* scores);
+  void (*backward_query_rows_diagonal)(const BackwardParams<T, S>& p, int64_t begin, int64_t end);
+  void (*backward_key_rows_diagonal)(const BackwardParams<T, S>& p, int64_t begin, int64_t end);
 };
 
 struct KernelTable {
   const char* isa;  // "default", "avx2", "avx512"
   KernelFns<float> f32;
   KernelFns<double> f64;
+  // bfloat16 q/k/v/out/grad_out read and grad_q/k/v, out written natively (float32 arithmetic,
+  // round-to-nearest-even stores); lse and workspaces float32. Fixed D only: 16, 32, 64, 128.
+  KernelFns<float, BFloat16Bits> bf16;
 };
 
 // One table per compiled instruction set.

@@ -4,7 +4,9 @@
 // This file is the torch side: checks, int32 indices, strided views of the inputs (copied only
 // when their last dim is not contiguous), outputs and workspaces, dtype dispatch and
 // at::parallel_for over flat query (or key) rows; the arithmetic lives in the plain-pointer
-// kernels of sparse_attention_cpu_impl.h. bfloat16/float16 are converted to float32 (one copy)
+// kernels of sparse_attention_cpu_impl.h. bfloat16 is read and written natively by the kernels
+// (float32 arithmetic, round-to-nearest-even bf16 outputs, float32 lse) when D is one of the
+// compiled head sizes 16/32/64/128; other D, and float16, are converted to float32 (one copy)
 // and computed in float32. Also the packed sparsevit::sparse_attention_qkv ops.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -28,17 +30,48 @@ constexpr const char* kBackwardOp = "sparsevit::_sparse_attention_backward";
 constexpr const char* kQkvForwardOp = "sparsevit::_sparse_attention_qkv_forward";
 constexpr const char* kQkvBackwardOp = "sparsevit::_sparse_attention_qkv_backward";
 
+// The dtype of lse and of the kernels' arithmetic and workspaces.
 at::ScalarType compute_type(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
-template <typename T>
-const cpu::KernelFns<T>& kernel_fns();
+// bfloat16 with a head size the kernels have compiled in: read and written as bfloat16.
+bool native_bf16(at::ScalarType t, const AttentionShape& s) {
+  const int64_t D = s.layer.head_dim;
+  return t == at::kBFloat16 && (D == 16 || D == 32 || D == 64 || D == 128);
+}
+
+// The dtype the kernels read the per-token tensors in (and write out / grads in).
+at::ScalarType storage_type(at::ScalarType t, const AttentionShape& s) {
+  return native_bf16(t, s) ? at::kBFloat16 : compute_type(t);
+}
+
+template <typename T, typename S>
+const cpu::KernelFns<T, S>& kernel_fns();
 template <>
-const cpu::KernelFns<float>& kernel_fns<float>() {
+const cpu::KernelFns<float>& kernel_fns<float, float>() {
   return cpu::kernel_table().f32;
 }
 template <>
-const cpu::KernelFns<double>& kernel_fns<double>() {
+const cpu::KernelFns<double>& kernel_fns<double, double>() {
   return cpu::kernel_table().f64;
+}
+template <>
+const cpu::KernelFns<float, cpu::BFloat16Bits>& kernel_fns<float, cpu::BFloat16Bits>() {
+  return cpu::kernel_table().bf16;
+}
+
+// Calls f(T{}, S{}) with the kernels' compute and storage types for a storage dtype.
+template <typename F>
+void dispatch_storage(at::ScalarType st, const char* name, F&& f) {
+  switch (st) {
+    case at::kDouble:
+      return f(double{}, double{});
+    case at::kFloat:
+      return f(float{}, float{});
+    case at::kBFloat16:
+      return f(float{}, cpu::BFloat16Bits{});
+    default:
+      TORCH_CHECK(false, name, ": unsupported storage dtype ", st);
+  }
 }
 
 // Rows per parallel chunk: enough work per chunk (~64k multiply-adds) to amortise the split.
@@ -125,15 +158,17 @@ void run_forward(const AttentionShape& s, const PreparedCsr& prepared, const at:
   const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
   const int64_t scratch_len = csr.max_row_length + 64;
   const bool diagonal = use_diagonal(prepared, s);
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "sparse_attention_forward_cpu", [&] {
-    cpu::ForwardParams<scalar_t> p;
-    p.q = token_tensor<const scalar_t>(q);
-    p.k = token_tensor<const scalar_t>(k);
-    p.v = token_tensor<const scalar_t>(v);
-    p.out = token_tensor<scalar_t>(out);
+  dispatch_storage(q.scalar_type(), "sparse_attention_forward_cpu", [&](auto t_tag, auto s_tag) {
+    using scalar_t = decltype(t_tag);
+    using storage_t = decltype(s_tag);
+    cpu::ForwardParams<scalar_t, storage_t> p;
+    p.q = token_tensor<const storage_t>(q);
+    p.k = token_tensor<const storage_t>(k);
+    p.v = token_tensor<const storage_t>(v);
+    p.out = token_tensor<storage_t>(out);
     p.lse = lse.data_ptr<scalar_t>();
     set_pattern_fields(p, csr, s, scale);
-    const auto& fns = kernel_fns<scalar_t>();
+    const auto& fns = kernel_fns<scalar_t, storage_t>();
     auto forward_rows = fns.forward_rows;
     if (diagonal) {
       p.diag = diagonal_plan(*prepared.diagonal);
@@ -154,34 +189,37 @@ void run_backward(const AttentionShape& s, const PreparedCsr& prepared, const at
                   double scale) {
   const CsrIndices& csr = prepared.csr;
   const TransposedCsr& tcsr = prepared.transposed;
-  at::Tensor edge_p = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, q.options());
-  at::Tensor edge_ds = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, q.options());
+  const at::TensorOptions work = q.options().dtype(compute_type(q.scalar_type()));  // float32 for bf16
+  at::Tensor edge_p = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, work);
+  at::Tensor edge_ds = at::empty({s.batch * s.layer.num_heads, s.nnz_stride}, work);
   const bool diagonal = use_diagonal(prepared, s);
   const int64_t slot_stride = diagonal ? prepared.diagonal->max_slots * s.layer.num_tokens : 0;
   at::Tensor slot_p, slot_ds;
   if (diagonal) {
-    slot_p = at::empty({s.batch * s.layer.num_heads, slot_stride}, q.options());
-    slot_ds = at::empty({s.batch * s.layer.num_heads, slot_stride}, q.options());
+    slot_p = at::empty({s.batch * s.layer.num_heads, slot_stride}, work);
+    slot_ds = at::empty({s.batch * s.layer.num_heads, slot_stride}, work);
   }
   const int64_t rows = s.batch * s.layer.num_heads * s.layer.num_tokens;
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "sparse_attention_backward_cpu", [&] {
-    cpu::BackwardParams<scalar_t> p;
-    p.q = token_tensor<const scalar_t>(q);
-    p.k = token_tensor<const scalar_t>(k);
-    p.v = token_tensor<const scalar_t>(v);
-    p.out = token_tensor<const scalar_t>(out);
-    p.grad_out = token_tensor<const scalar_t>(grad_out);
+  dispatch_storage(q.scalar_type(), "sparse_attention_backward_cpu", [&](auto t_tag, auto s_tag) {
+    using scalar_t = decltype(t_tag);
+    using storage_t = decltype(s_tag);
+    cpu::BackwardParams<scalar_t, storage_t> p;
+    p.q = token_tensor<const storage_t>(q);
+    p.k = token_tensor<const storage_t>(k);
+    p.v = token_tensor<const storage_t>(v);
+    p.out = token_tensor<const storage_t>(out);
+    p.grad_out = token_tensor<const storage_t>(grad_out);
     p.lse = lse.data_ptr<scalar_t>();
-    p.grad_q = token_tensor<scalar_t>(dq);
-    p.grad_k = token_tensor<scalar_t>(dk);
-    p.grad_v = token_tensor<scalar_t>(dv);
+    p.grad_q = token_tensor<storage_t>(dq);
+    p.grad_k = token_tensor<storage_t>(dk);
+    p.grad_v = token_tensor<storage_t>(dv);
     p.edge_p = edge_p.data_ptr<scalar_t>();
     p.edge_ds = edge_ds.data_ptr<scalar_t>();
     p.t_row_ptr = tcsr.row_ptr.data_ptr<int32_t>();
     p.t_query = tcsr.query.data_ptr<int32_t>();
     p.t_edge = tcsr.edge.data_ptr<int32_t>();
     set_pattern_fields(p, csr, s, scale);
-    const auto& fns = kernel_fns<scalar_t>();
+    const auto& fns = kernel_fns<scalar_t, storage_t>();
     auto query_rows = fns.backward_query_rows;
     auto key_rows = fns.backward_key_rows;
     if (diagonal) {
@@ -225,10 +263,11 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_forward_cpu(const at::Tensor
   const AttentionShape s = check_attention_inputs(kForwardOp, q, k, v, row_ptr, col_idx);
   check_cpu(kForwardOp, q);
   const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kForwardOp, row_ptr, col_idx, s);
-  const at::ScalarType ct = compute_type(q.scalar_type());
+  const at::ScalarType ct = storage_type(q.scalar_type(), s);
   const at::Tensor qc = as_compute(q, ct), kc = as_compute(k, ct), vc = as_compute(v, ct);
   at::Tensor out = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens, s.layer.head_dim}, qc.options());
-  at::Tensor lse = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens}, qc.options());
+  at::Tensor lse = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens},
+                             qc.options().dtype(compute_type(ct)));
   run_forward(s, *prepared, qc, kc, vc, out, lse, scale);
   if (q.scalar_type() != ct) out = out.to(q.scalar_type());
   return {out, lse};
@@ -247,9 +286,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sparse_attention_backward_cpu(
               ": grad_out, out and lse must be on the device of q (", q.device(), ")");
   check_lse(kBackwardOp, lse, s, q.device());
   const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kBackwardOp, row_ptr, col_idx, s);
-  const at::ScalarType ct = compute_type(q.scalar_type());
+  const at::ScalarType ct = storage_type(q.scalar_type(), s);
   const at::Tensor qc = as_compute(q, ct), kc = as_compute(k, ct), vc = as_compute(v, ct);
-  const at::Tensor oc = as_compute(out, ct), goc = as_compute(grad_out, ct), lc = lse.to(ct).contiguous();
+  const at::Tensor oc = as_compute(out, ct), goc = as_compute(grad_out, ct);
+  const at::Tensor lc = lse.to(compute_type(ct)).contiguous();
   const auto shape = {s.batch, s.layer.num_heads, s.layer.num_tokens, s.layer.head_dim};
   at::Tensor dq = at::empty(shape, qc.options()), dk = at::empty(shape, qc.options()),
              dv = at::empty(shape, qc.options());
@@ -286,12 +326,13 @@ std::tuple<at::Tensor, at::Tensor> sparse_attention_qkv_forward_cpu(const at::Te
   const AttentionShape s = check_qkv_inputs(kQkvForwardOp, qkv, num_heads, row_ptr, col_idx);
   check_cpu(kQkvForwardOp, qkv);
   const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kQkvForwardOp, row_ptr, col_idx, s);
-  const at::ScalarType ct = compute_type(qkv.scalar_type());
+  const at::ScalarType ct = storage_type(qkv.scalar_type(), s);
   const at::Tensor qkvc = qkv_as_compute(qkv, ct);
   const auto [q, k, v] = split_qkv(qkvc, s);
   at::Tensor out =
       at::empty({s.batch, s.layer.num_tokens, s.layer.num_heads * s.layer.head_dim}, qkvc.options());
-  at::Tensor lse = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens}, qkvc.options());
+  at::Tensor lse = at::empty({s.batch, s.layer.num_heads, s.layer.num_tokens},
+                             qkvc.options().dtype(compute_type(ct)));
   run_forward(s, *prepared, q, k, v, heads_view(out, s), lse, scale);
   if (qkv.scalar_type() != ct) out = out.to(qkv.scalar_type());
   return {out, lse};
@@ -313,11 +354,11 @@ at::Tensor sparse_attention_qkv_backward_cpu(const at::Tensor& grad_out, const a
               ": grad_out, out and lse must be on the device of qkv (", qkv.device(), ")");
   check_lse(kQkvBackwardOp, lse, s, qkv.device());
   const std::shared_ptr<const PreparedCsr> prepared = prepared_csr(kQkvBackwardOp, row_ptr, col_idx, s);
-  const at::ScalarType ct = compute_type(qkv.scalar_type());
+  const at::ScalarType ct = storage_type(qkv.scalar_type(), s);
   const at::Tensor qkvc = qkv_as_compute(qkv, ct);
   const auto [q, k, v] = split_qkv(qkvc, s);
   const at::Tensor oc = as_compute(heads_view(out, s), ct), goc = as_compute(heads_view(grad_out, s), ct);
-  const at::Tensor lc = lse.to(ct).contiguous();
+  const at::Tensor lc = lse.to(compute_type(ct)).contiguous();
   at::Tensor dqkv = at::empty({s.batch, s.layer.num_tokens, 3 * s.layer.num_heads * s.layer.head_dim}, qkvc.options());
   const auto [dq, dk, dv] = split_qkv(dqkv, s);
   run_backward(s, *prepared, goc, q, k, v, oc, lc, dq, dk, dv, scale);
