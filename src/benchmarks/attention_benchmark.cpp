@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "benchmarks/cpu_memory_tracker.h"
+#include "benchmarks/timing.h"
 #include "config/attention_spec.h"
 #include "ops/cpu/sparse_attention_cpu_kernels.h"
 #include "ops/masked_attention_reference.h"
@@ -25,24 +26,6 @@
 
 namespace sparsevit::benchmarks {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Peak bytes above the live baseline while `fn` runs once (results dropped inside fn).
-int64_t measure_peak_extra(const std::function<void()>& fn) {
-  const int64_t baseline = CpuMemoryTracker::current_bytes();
-  CpuMemoryTracker::reset_peak();
-  fn();
-  return CpuMemoryTracker::peak_bytes() - baseline;
-}
 
 // GFLOP/s of a plain float32 sgemm (1024^3) with the same threads: the machine's matmul rate.
 double sgemm_gflops() {

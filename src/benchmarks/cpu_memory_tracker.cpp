@@ -94,4 +94,11 @@ int64_t CpuMemoryTracker::current_bytes() { return g_current.load(); }
 int64_t CpuMemoryTracker::peak_bytes() { return g_peak.load(); }
 void CpuMemoryTracker::reset_peak() { g_peak.store(g_current.load()); }
 
+int64_t measure_peak_extra(const std::function<void()>& fn) {
+  const int64_t baseline = CpuMemoryTracker::current_bytes();
+  CpuMemoryTracker::reset_peak();
+  fn();
+  return CpuMemoryTracker::peak_bytes() - baseline;
+}
+
 }  // namespace sparsevit::benchmarks

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace sparsevit::benchmarks {
 
@@ -23,5 +24,8 @@ class CpuMemoryTracker {
   static int64_t peak_bytes();
   static void reset_peak();
 };
+
+// Peak bytes allocated above what was live while `fn` runs once (drop its results inside fn).
+int64_t measure_peak_extra(const std::function<void()>& fn);
 
 }  // namespace sparsevit::benchmarks

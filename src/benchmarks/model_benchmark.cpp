@@ -13,6 +13,7 @@
 
 #include "benchmarks/cpu_memory_tracker.h"
 #include "benchmarks/op_profiler.h"
+#include "benchmarks/timing.h"
 #include "config/attention_spec.h"
 #include "models/model_registry.h"
 #include "patterns/pattern_stats.h"
@@ -26,14 +27,6 @@ namespace sparsevit::benchmarks {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One model and what a step needs: its optimizer (training) and the batch.
 struct Bench {
@@ -155,10 +148,7 @@ ModelBenchmarkResult run_model_benchmark(const ModelBenchmarkOptions& o) {
     t.min_ms = *std::min_element(b.times.begin(), b.times.end()) * 1e3;
     for (double x : b.times) t.step_ms.push_back(x * 1e3);
     t.images_per_second = B / (t.median_ms / 1e3);
-    const int64_t baseline = CpuMemoryTracker::current_bytes();
-    CpuMemoryTracker::reset_peak();
-    step(b);
-    t.peak_extra_bytes = CpuMemoryTracker::peak_bytes() - baseline;
+    t.peak_extra_bytes = measure_peak_extra([&] { step(b); });
   }
   if (o.breakdown) {
     for (auto& b : benches) {
