@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ops/masked_attention_reference.h"
 #include "ops/sparse_attention.h"
+#include "ops/sparse_attention_inputs.h"
 
 namespace sparsevit::ops::testing {
 
@@ -138,6 +140,37 @@ inline ::testing::AssertionResult matches_reference(const Result& got, const Res
   r = all_close(got.dk, want.dk, g.rtol, g.atol, what + " dk");
   if (!r) return r;
   return all_close(got.dv, want.dv, g.rtol, g.atol, what + " dv");
+}
+
+// Per head: keys {k : |j-k| in offsets} U globals for non-global rows, all keys for global rows.
+inline Csr diagonal_csr(int64_t N, const std::vector<std::vector<int32_t>>& offsets,
+                 const std::vector<std::vector<int32_t>>& globals) {
+  const int64_t H = static_cast<int64_t>(offsets.size());
+  std::vector<std::vector<int32_t>> cols(H);
+  at::Tensor rp = at::zeros({H, N + 1}, at::kInt);
+  for (int64_t h = 0; h < H; ++h) {
+    const std::set<int32_t> g(globals[h].begin(), globals[h].end());
+    for (int64_t j = 0; j < N; ++j) {
+      for (int64_t k = 0; k < N; ++k) {
+        bool on = g.count(static_cast<int32_t>(j)) || g.count(static_cast<int32_t>(k));
+        for (const int32_t o : offsets[h]) on = on || std::abs(j - k) == o;
+        if (on) cols[h].push_back(static_cast<int32_t>(k));
+      }
+      rp[h][j + 1] = static_cast<int32_t>(cols[h].size());
+    }
+  }
+  int64_t nnz = 1;
+  for (const auto& c : cols) nnz = std::max<int64_t>(nnz, static_cast<int64_t>(c.size()));
+  at::Tensor ci = at::full({H, nnz}, static_cast<int32_t>(N + 7), at::kInt);
+  for (int64_t h = 0; h < H; ++h)
+    for (size_t e = 0; e < cols[h].size(); ++e) ci[h][static_cast<int64_t>(e)] = cols[h][e];
+  return {rp, ci};
+}
+
+// Whether the operator runs this pattern with the structured (diagonal) kernels.
+inline bool structured(const Csr& csr, int64_t B, int64_t N, int64_t D) {
+  const AttentionShape shape = AttentionShape::of(B, csr.row_ptr.size(0), N, D, csr.col_idx.size(1));
+  return prepared_csr("test", csr.row_ptr, csr.col_idx, shape)->diagonal.has_value();
 }
 
 }  // namespace sparsevit::ops::testing
