@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -171,6 +172,25 @@ inline Csr diagonal_csr(int64_t N, const std::vector<std::vector<int32_t>>& offs
 inline bool structured(const Csr& csr, int64_t B, int64_t N, int64_t D) {
   const AttentionShape shape = AttentionShape::of(B, csr.row_ptr.size(0), N, D, csr.col_idx.size(1));
   return prepared_csr("test", csr.row_ptr, csr.col_idx, shape)->diagonal.has_value();
+}
+
+// Central finite differences of `loss` (a float64 scalar of the current values of `input`) for
+// every element of `input`, compared with `grad` (its analytic gradient, same shape).
+inline void expect_matches_finite_differences(const at::Tensor& input, const at::Tensor& grad,
+                                              const std::function<double()>& loss, const std::string& what) {
+  const double eps = 1e-6;
+  at::Tensor flat = input.view({-1});
+  const at::Tensor g = grad.reshape({-1});
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    const double x0 = flat[i].item<double>();
+    flat[i] = x0 + eps;
+    const double up = loss();
+    flat[i] = x0 - eps;
+    const double down = loss();
+    flat[i] = x0;
+    const double numeric = (up - down) / (2 * eps);
+    EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << what << " elem " << i;
+  }
 }
 
 }  // namespace sparsevit::ops::testing

@@ -262,20 +262,8 @@ TEST(SparseAttentionDiagonal, FiniteDifferenceGradcheckFloat64) {
   const Result a = run_op(in[0], in[1], in[2], csr, 0.6, w);
   const at::Tensor grads[3] = {a.dq, a.dk, a.dv};
   auto loss = [&] { return (sparse_attention(in[0], in[1], in[2], csr.row_ptr, csr.col_idx, 0.6) * w).sum().item<double>(); };
-  const double eps = 1e-6;
   for (int which = 0; which < 3; ++which) {
-    at::Tensor flat = in[which].view({-1});
-    const at::Tensor g = grads[which].reshape({-1});
-    for (int64_t i = 0; i < flat.numel(); ++i) {
-      const double x0 = flat[i].item<double>();
-      flat[i] = x0 + eps;
-      const double up = loss();
-      flat[i] = x0 - eps;
-      const double down = loss();
-      flat[i] = x0;
-      const double numeric = (up - down) / (2 * eps);
-      EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << "input " << which << " elem " << i;
-    }
+    expect_matches_finite_differences(in[which], grads[which], loss, "input " + std::to_string(which));
   }
 }
 

@@ -185,23 +185,11 @@ TEST(SparseAttentionEdgeCases, FiniteDifferenceGradcheckFloat64) {
   const at::Tensor w = at::randn({B, H, N, D}, opts);
   const Result analytic = run_op(inputs[0], inputs[1], inputs[2], csr, 0.8, w);
   const at::Tensor grads[3] = {analytic.dq, analytic.dk, analytic.dv};
-  const double eps = 1e-6;
   auto loss = [&] {
     return (sparse_attention(inputs[0], inputs[1], inputs[2], csr.row_ptr, csr.col_idx, 0.8) * w).sum().item<double>();
   };
   for (int which = 0; which < 3; ++which) {
-    at::Tensor flat = inputs[which].view({-1});
-    const at::Tensor g = grads[which].reshape({-1});
-    for (int64_t i = 0; i < flat.numel(); ++i) {
-      const double x0 = flat[i].item<double>();
-      flat[i] = x0 + eps;
-      const double up = loss();
-      flat[i] = x0 - eps;
-      const double down = loss();
-      flat[i] = x0;
-      const double numeric = (up - down) / (2 * eps);
-      EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << "input " << which << " elem " << i;
-    }
+    expect_matches_finite_differences(inputs[which], grads[which], loss, "input " + std::to_string(which));
   }
 }
 

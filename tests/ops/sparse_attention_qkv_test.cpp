@@ -164,18 +164,7 @@ TEST(SparseAttentionQkv, FiniteDifferenceGradcheckFloat64) {
   const at::Tensor w = at::randn({B, N, H * D}, at::kDouble);
   const at::Tensor g = run_qkv(qkv, H, csr, 0.7, w).dqkv.reshape({-1});
   auto loss = [&] { return (sparse_attention_qkv(qkv, H, csr.row_ptr, csr.col_idx, 0.7) * w).sum().item<double>(); };
-  at::Tensor flat = qkv.view({-1});
-  const double eps = 1e-6;
-  for (int64_t i = 0; i < flat.numel(); ++i) {
-    const double x0 = flat[i].item<double>();
-    flat[i] = x0 + eps;
-    const double up = loss();
-    flat[i] = x0 - eps;
-    const double down = loss();
-    flat[i] = x0;
-    const double numeric = (up - down) / (2 * eps);
-    EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << "elem " << i;
-  }
+  expect_matches_finite_differences(qkv, g, loss, "qkv");
 }
 
 void expect_error(const std::function<void()>& f, const std::string& fragment) {
