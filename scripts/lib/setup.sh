@@ -11,6 +11,7 @@ SPARSEVIT_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libpng-dev libturbojpeg0-dev
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   dataset-fashion-mnist python3
 )
 # scripts/test also installs these: Debian's PyTorch reads what sparsevit writes (weights interop
