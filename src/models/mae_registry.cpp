@@ -27,6 +27,7 @@ std::vector<std::string> mae_model_names() {
   std::vector<std::string> names;
   for (const auto& [mae, vit] : published()) names.push_back(mae);
   for (const auto& shape : model_shapes()) {
+    if (shape.is_video()) continue;  // MAE pretrains image encoders
     bool covered = false;
     for (const auto& [mae, vit] : published()) covered |= vit == shape.name;
     if (!covered) names.push_back(kPrefix + shape.name);

@@ -1,5 +1,6 @@
 #include "models/model_registry.h"
 
+#include "models/timesformer.h"
 #include "util/errors.h"
 
 namespace sparsevit::models {
@@ -34,7 +35,22 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
 }
 
 std::shared_ptr<VisionTransformer> create_model(const std::string& name, const ModelOptions& options) {
-  return std::make_shared<VisionTransformer>(vit_config(find_model_shape(name), options));
+  const ModelShape& shape = find_model_shape(name);
+  if (shape.is_video())
+    throw UsageError(name + " is a video model (TimeSformer); this command takes image models (vit_*)");
+  return std::make_shared<VisionTransformer>(vit_config(shape, options));
+}
+
+std::shared_ptr<Classifier> create_classifier(const std::string& name, const ModelOptions& options) {
+  const ModelShape& shape = find_model_shape(name);
+  if (!shape.is_video()) return create_model(name, options);
+  TimeSformerConfig c;
+  c.vit = vit_config(shape, options);
+  c.num_frames = options.num_frames.value_or(shape.num_frames);
+  if (c.num_frames < 1) throw UsageError("num_frames must be >= 1, got " + std::to_string(c.num_frames));
+  c.attention_type = parse_video_attention(options.attention_type);
+  c.temporal_attention = options.temporal_attention;
+  return std::make_shared<TimeSformer>(c);
 }
 
 }  // namespace sparsevit::models

@@ -1,4 +1,5 @@
-// Model registry with timm names: create_model("vit_base_patch16_224", options).
+// Model registry with timm names: create_model("vit_base_patch16_224", options) for image ViTs,
+// create_classifier(name, options) for any registered model (TimeSformers too).
 #pragma once
 
 #include <memory>
@@ -19,11 +20,17 @@ struct ModelOptions {
   bool global_pool = false;  // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
-  config::AttentionSpec attention;  // default-constructed: dense
+  config::AttentionSpec attention;  // default-constructed: dense (video models: the spatial attention)
+  // Video models (TimeSformer).
+  std::optional<int64_t> num_frames;                   // default: the shape's
+  std::string attention_type = "divided_space_time";   // | space_only | joint_space_time
+  config::AttentionSpec temporal_attention;            // divided_space_time's temporal attention (dense)
 };
 
 VitConfig vit_config(const ModelShape& shape, const ModelOptions& options);
-// Throws UsageError for an unknown name ("did you mean").
+// The image ViT `name`. Throws UsageError for an unknown name ("did you mean") or a video model.
 std::shared_ptr<VisionTransformer> create_model(const std::string& name, const ModelOptions& options);
+// Any registered classifier: an image ViT, or a TimeSformer for the video models.
+std::shared_ptr<Classifier> create_classifier(const std::string& name, const ModelOptions& options);
 
 }  // namespace sparsevit::models

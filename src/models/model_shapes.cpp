@@ -17,6 +17,12 @@ const std::vector<ModelShape>& model_shapes() {
       {"vit_tiny_patch2_28", 28, 2, 1, 192, 12, 3, 1, 10, "ViT-Ti for 28x28 images: 196 patches + class = N 197"},
       {"vit_nano_patch2_28", 28, 2, 1, 64, 4, 4, 1, 10, "4-layer, 4-head, dim-64 ViT for 28x28 images (N 197)"},
       {"vit_nano_patch4_28", 28, 4, 1, 64, 6, 4, 1, 10, "6-layer, 4-head, dim-64 ViT for 28x28 images (N 50): the CPU quickstart"},
+      // TimeSformer (Bertasius et al. 2021): the shape of one frame, and the frames per clip.
+      {"timesformer_base_patch16_224", 224, 16, 3, 768, 12, 12, 1, 400, "TimeSformer-B/16, 8 frames (Kinetics-400)", 8},
+      {"timesformer_small_patch16_224", 224, 16, 3, 384, 12, 6, 1, 400, "TimeSformer with ViT-S/16 frames, 8 frames", 8},
+      {"timesformer_tiny_patch16_224", 224, 16, 3, 192, 12, 3, 1, 400, "TimeSformer with ViT-Ti/16 frames, 8 frames", 8},
+      {"timesformer_nano_patch4_28", 28, 4, 1, 64, 4, 4, 1, 10,
+       "4-layer, 4-head, dim-64 TimeSformer for 8 frames of 28x28 (N 50 per frame): the CPU video demo", 8},
   };
   return shapes;
 }

@@ -1,5 +1,5 @@
-// Shapes of the registered ViT models by timm name: what the attention reports need.
-// (The models issue turns this table into the real model registry.)
+// Shapes of the registered models by timm name (ViTs, and TimeSformers for video): what the
+// attention reports need, without LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,9 @@ struct ModelShape {
   int32_t num_prefix_tokens = 1;  // the class token
   int32_t num_classes = 1000;
   std::string summary;
+  int32_t num_frames = 0;  // video models (TimeSformer): frames per clip; 0 for image models
+
+  bool is_video() const { return num_frames > 0; }
 
   int32_t grid() const { return image_size / patch_size; }
   int32_t num_patches() const { return grid() * grid(); }

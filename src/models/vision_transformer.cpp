@@ -9,17 +9,9 @@
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
 #include "util/linear.h"
+#include "models/weight_init.h"
 
 namespace sparsevit::models {
-namespace {
-
-// timm's trunc_normal_(std=.02): the [-2, 2] cut is ~100 standard deviations away.
-void trunc_normal(at::Tensor t, double std) {
-  torch::NoGradGuard no_grad;
-  t.normal_(0.0, std).clamp_(-2.0, 2.0);
-}
-
-}  // namespace
 
 at::Tensor drop_path(const at::Tensor& x, double drop_prob, bool training) {
   if (drop_prob <= 0.0 || !training) return x;
@@ -130,15 +122,7 @@ void VisionTransformer::init_weights() {
   torch::NoGradGuard no_grad;
   trunc_normal(pos_embed_, 0.02);
   cls_token_.normal_(0.0, 1e-6);
-  for (const auto& module : modules(/*include_self=*/false)) {
-    if (auto* linear = module->as<torch::nn::Linear>()) {
-      trunc_normal(linear->weight, 0.02);
-      if (linear->bias.defined()) linear->bias.zero_();
-    } else if (auto* norm = module->as<torch::nn::LayerNorm>()) {
-      norm->weight.fill_(1.0);
-      norm->bias.zero_();
-    }
-  }
+  init_linear_and_norm(*this);
 }
 
 at::Tensor VisionTransformer::embed(const at::Tensor& x) {
@@ -179,6 +163,8 @@ std::vector<std::optional<patterns::Pattern>> VisionTransformer::layer_patterns(
 void VisionTransformer::set_training_progress(double progress) {
   for (const auto& b : blocks_) b->attn().set_progress(progress);
 }
+
+std::string VisionTransformer::kernel_name() const { return blocks_.front()->attn().kernel_name(); }
 
 double VisionTransformer::attention_gflops_now() const {
   double pairs = 0;

@@ -14,6 +14,7 @@
 
 #include "attention/attention.h"
 #include "config/attention_spec.h"
+#include "models/classifier.h"
 #include "util/attention_geometry.h"
 
 namespace sparsevit::models {
@@ -90,7 +91,7 @@ std::vector<std::shared_ptr<Block>> make_blocks(const VitConfig& c, const Attent
                                                torch::nn::ModuleListImpl& list,
                                                std::shared_ptr<attention::SharedAttentionParameters> shared);
 
-class VisionTransformer : public torch::nn::Module {
+class VisionTransformer : public Classifier {
  public:
   // `layer_patterns` (one per block; nullopt = dense) default to the spec's patterns.
   explicit VisionTransformer(const VitConfig& config,
@@ -98,20 +99,18 @@ class VisionTransformer : public torch::nn::Module {
 
   at::Tensor forward_features(const at::Tensor& x);  // [B, N, C] after the final norm (global pool: before fc_norm)
   at::Tensor forward_head(const at::Tensor& features, bool pre_logits = false);
-  at::Tensor forward(const at::Tensor& x) { return forward_head(forward_features(x)); }
+  at::Tensor forward(const at::Tensor& x) override { return forward_head(forward_features(x)); }
   // Every block's attention input (its normalised tokens [B, N, C]) for images x, in one
   // pass: what analysis feeds to attention_probs / head_outputs.
   std::vector<at::Tensor> attention_inputs(const at::Tensor& x);
 
-  const VitConfig& config() const { return config_; }
+  const VitConfig& config() const override { return config_; }
   const std::vector<std::shared_ptr<Block>>& blocks() const { return blocks_; }
-  // The static pattern of every block, as the kernels run them (nullopt = dense).
-  std::vector<std::optional<patterns::Pattern>> layer_patterns() const;
-  // Training progress in [0, 1] for every block's attention (scheduled budgets such as top-k's).
-  void set_training_progress(double progress);
-  // Attention GFLOPs of one sample's forward as the modules compute it now (a scheduled budget
-  // changes it during training): sum over blocks of H * 2 * d_head * pairs per head / 1e9.
-  double attention_gflops_now() const;
+  std::vector<std::optional<patterns::Pattern>> layer_patterns() const override;
+  void set_training_progress(double progress) override;
+  // Sum over blocks of H * 2 * d_head * pairs per head / 1e9.
+  double attention_gflops_now() const override;
+  std::string kernel_name() const override;
 
  private:
   void init_weights();
