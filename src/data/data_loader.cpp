@@ -103,10 +103,10 @@ Batch DataLoader::build_batch(const std::vector<int64_t>& indices, int64_t b, in
     at::Tensor image;
     int64_t label = 0;
     try {
-      Sample sample = dataset_->get(index);
+      Rng rng = make_rng(options_.seed, RngStream::kSample, epoch, index);
+      Sample sample = dataset_->get(index, rng);
       label = sample.label;
       if (transform_) {
-        Rng rng = make_rng(options_.seed, RngStream::kSample, epoch, index);
         image = transform_(sample.image, rng);
       } else {
         image = std::move(sample.image);

@@ -38,6 +38,11 @@ Sample Subset::get(int64_t index) const {
   return base_->get(indices_[static_cast<std::size_t>(index)]);
 }
 
+Sample Subset::get(int64_t index, Rng& rng) const {
+  check_index(*this, index);
+  return base_->get(indices_[static_cast<std::size_t>(index)], rng);
+}
+
 int64_t Subset::label(int64_t index) const {
   check_index(*this, index);
   return base_->label(indices_[static_cast<std::size_t>(index)]);

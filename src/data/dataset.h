@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "data/random.h"
+
 namespace sparsevit::data {
 
 // One example: the image as stored (uint8 [C, H, W]) and its class index.
@@ -25,6 +27,9 @@ class Dataset {
   virtual int64_t size() const = 0;
   // uint8 [channels(), H, W] (H, W may vary between samples of an image folder) + label.
   virtual Sample get(int64_t index) const = 0;
+  // The sample as the loader draws it: readers whose samples are random crops of a larger
+  // item (video clips' windows) draw from `rng`, the loader's per-sample generator.
+  virtual Sample get(int64_t index, Rng& rng) const { return get(index); }
   // The label alone, without decoding the image (subsets and stratification use it).
   virtual int64_t label(int64_t index) const { return get(index).label; }
   virtual int64_t num_classes() const = 0;
@@ -42,6 +47,7 @@ class Subset : public Dataset {
   Subset(std::shared_ptr<const Dataset> base, std::vector<int64_t> indices);
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Sample get(int64_t index) const override;
+  Sample get(int64_t index, Rng& rng) const override;
   int64_t label(int64_t index) const override;
   int64_t num_classes() const override { return base_->num_classes(); }
   int64_t channels() const override { return base_->channels(); }
