@@ -108,7 +108,7 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_model(ckpt);
+  auto model = train::load_checkpoint_vit(ckpt, "attention-map");
   const models::VitConfig& vc = model->config();
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens(), grid = vc.img_size / vc.patch_size;
   const int64_t layer = c.layer < 0 ? L + c.layer : c.layer;

@@ -59,7 +59,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   }
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_model(ckpt);
+  auto model = train::load_checkpoint_vit(ckpt, "calibrate");
   const models::VitConfig& vc = model->config();
   if (vc.attention.has_mask())
     spdlog::warn("{} was trained with mask '{}': its attention maps are zero outside that pattern", c.resume,

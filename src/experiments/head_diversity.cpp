@@ -79,7 +79,7 @@ DiversitySummary run_diversity(const DiversityConfig& c) {
   runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_model(ckpt);
+  auto model = train::load_checkpoint_vit(ckpt, "diversity");
   const models::VitConfig& vc = model->config();
   data::LoaderOptions options;
   options.batch_size = c.batch_size;

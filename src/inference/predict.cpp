@@ -10,6 +10,11 @@
 #include <filesystem>
 
 #include "data/image_codec.h"
+#include "data/video_clip_dataset.h"
+#include "data/video_decoder.h"
+#include "data/video_list_dataset.h"
+#include "data/video_sampling.h"
+#include "train/video_data.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "runtime/cpu_threads.h"
@@ -34,8 +39,16 @@ const at::Tensor* find(const train::NamedTensors& weights, const std::string& na
 // Fills the shape flags left at 0 from the weights (timm layout): classes from head.weight,
 // width / patch / channels from patch_embed.proj.weight, input size from pos_embed, depth from
 // the highest block index, global pooling from fc_norm without norm. Heads cannot be read off.
-models::ModelOptions options_from_weights(const train::NamedTensors& weights, train::TrainConfig c,
+models::ModelOptions options_from_weights(const train::NamedTensors& file_weights, train::TrainConfig c,
                                           const config::AttentionSpec& spec) {
+  const train::NamedTensors weights = train::without_wrapper_prefixes(file_weights);
+  // Video models: frames from time_embed [1, T, C]; without temporal attention the weights are
+  // joint_space_time (time_embed) or space_only (none).
+  const at::Tensor* time_embed = find(weights, "time_embed");
+  if (time_embed && time_embed->dim() == 3 && c.num_frames == 0) c.num_frames = time_embed->size(1);
+  if (models::find_model_shape(c.model).is_video() && c.attention_type == "divided_space_time" &&
+      !find(weights, "blocks.0.temporal_attn.qkv.weight"))
+    c.attention_type = time_embed ? "joint_space_time" : "space_only";
   if (const at::Tensor* head = find(weights, "head.weight"); head && c.nb_classes == 0 && head->dim() == 2)
     c.nb_classes = head->size(0);
   const at::Tensor* proj = find(weights, "patch_embed.proj.weight");
@@ -61,7 +74,7 @@ models::ModelOptions options_from_weights(const train::NamedTensors& weights, tr
 }
 
 struct LoadedModel {
-  std::shared_ptr<models::VisionTransformer> model;
+  std::shared_ptr<models::Classifier> model;
   std::string dataset;  // normalisation of image inputs
 };
 
@@ -79,7 +92,11 @@ LoadedModel load_model(const PredictOptions& p) {
   // Published weights run as published (dense) unless an attention config is given.
   train::AttentionConfig attention;
   if (!p.model.attn_cfg.empty()) attention = train::load_attention_config(p.model.attn_cfg, p.model.attn_set);
-  auto model = models::create_model(p.model.model, options_from_weights(weights, p.model, attention.spec));
+  train::AttentionConfig temporal;
+  if (!p.model.temporal_attn_cfg.empty()) temporal = train::load_attention_config(p.model.temporal_attn_cfg, {});
+  models::ModelOptions options = options_from_weights(weights, p.model, attention.spec);
+  options.temporal_attention = temporal.spec;
+  auto model = models::create_classifier(p.model.model, options);
   const train::PretrainedLoad load = train::load_pretrained(*model, weights, p.weights);
   if (!load.missing.empty() || !load.removed.empty())
     throw UsageError(p.weights + ": the weights do not fill the model (" + train::describe(load) +
@@ -94,22 +111,59 @@ bool is_image_file(const fs::path& path) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
-// The model input [B, C, H, W] and a name per row.
-std::pair<at::Tensor, std::vector<std::string>> read_input(const std::string& input, const models::VitConfig& vc,
-                                                           const std::string& dataset) {
+// What the model runs on: [B * views, ...] and a name per input; the logits of an input are the
+// mean over its `views` rows (a video's test views).
+struct ModelInput {
+  at::Tensor tensor;
+  std::vector<std::string> names;
+  int64_t views = 1;
+};
+
+// A float32 .npy used as is (no preprocessing, so independent implementations can be compared
+// exactly): [B, C, H, W] for image models, [B, C, T, H, W] (TimeSformer's layout) for video.
+ModelInput read_npy_input(const std::string& input, const models::Classifier& model) {
+  const NpyFloat32 array = read_npy_float32(input, "predict");
+  const std::vector<int64_t> expected = model.input_shape();
+  if (array.shape.size() != expected.size() + 1 ||
+      std::vector<int64_t>(array.shape.begin() + 1, array.shape.end()) != expected)
+    throw UsageError(fmt::format("--input {}: shape [{}] is not [B, {}] as the model takes", input,
+                                 fmt::join(array.shape, ", "), fmt::join(expected, ", ")));
+  ModelInput out;
+  for (int64_t i = 0; i < array.shape[0]; ++i) out.names.push_back(fmt::format("{}[{}]", fs::path(input).filename().string(), i));
+  out.tensor = at::from_blob(const_cast<float*>(array.values.data()), array.shape, at::kFloat).clone();
+  return out;
+}
+
+// A video file or a folder of frames: one clip, its test views (--test_num_clips x
+// --test_num_crops, TimeSformer's sampling) normalised as in training.
+ModelInput read_video_input(const std::string& input, const models::Classifier& model, const train::TrainConfig& c,
+                            const std::string& dataset) {
+  const models::VitConfig& vc = model.config();
+  std::error_code ec;
+  const int64_t channels = vc.in_chans == 1 ? 1 : 3;
+  const data::VideoClip clip = fs::is_directory(input, ec) ? data::read_frame_folder(input, channels)
+                                                           : data::decode_video_file(input, channels);
+  const data::ClipSampling sampling = train::clip_sampling(c, dataset, vc.img_size, model.num_frames());
+  const data::Transform transform = data::build_video_transform(vc.in_chans, data::video_mean_std(vc.in_chans));
+  ModelInput out;
+  out.views = sampling.test_num_clips * sampling.test_num_crops;
+  std::vector<at::Tensor> views;
+  data::Rng rng(0);
+  for (int64_t v = 0; v < out.views; ++v) views.push_back(transform(data::sample_test_clip(clip, sampling, v).frames, rng));
+  out.tensor = at::stack(views);
+  out.names.push_back(fs::path(input).filename().string());
+  return out;
+}
+
+// Images, an image folder, or (video models) a video file or frame folder.
+ModelInput read_input(const std::string& input, const models::Classifier& model, const train::TrainConfig& c,
+                      const std::string& dataset) {
   std::error_code ec;
   if (!fs::exists(input, ec)) throw UsageError("--input '" + input + "' does not exist");
-  std::vector<std::string> names;
-  if (fs::is_regular_file(input, ec) && fs::path(input).extension() == ".npy") {
-    // Used as is: no preprocessing, so independent implementations can be compared exactly.
-    const NpyFloat32 array = read_npy_float32(input, "predict");
-    const std::vector<int64_t> expected = {vc.in_chans, vc.img_size, vc.img_size};
-    if (array.shape.size() != 4 || std::vector<int64_t>(array.shape.begin() + 1, array.shape.end()) != expected)
-      throw UsageError(fmt::format("--input {}: shape [{}] is not [B, {}, {}, {}] as the model takes", input,
-                                   fmt::join(array.shape, ", "), vc.in_chans, vc.img_size, vc.img_size));
-    for (int64_t i = 0; i < array.shape[0]; ++i) names.push_back(fmt::format("{}[{}]", fs::path(input).filename().string(), i));
-    return {at::from_blob(const_cast<float*>(array.values.data()), array.shape, at::kFloat).clone(), names};
-  }
+  if (fs::is_regular_file(input, ec) && fs::path(input).extension() == ".npy") return read_npy_input(input, model);
+  if (model.num_frames() > 0) return read_video_input(input, model, c, dataset);
+  const models::VitConfig& vc = model.config();
+  ModelInput out;
   std::vector<fs::path> files;
   if (fs::is_directory(input, ec)) {
     for (const auto& entry : fs::recursive_directory_iterator(input))
@@ -130,9 +184,10 @@ std::pair<at::Tensor, std::vector<std::string>> read_input(const std::string& in
                                .permute({2, 0, 1})
                                .clone();
     images.push_back(transform(chw, rng));
-    names.push_back(fs::relative(file, fs::is_directory(input, ec) ? fs::path(input) : file.parent_path()).string());
+    out.names.push_back(fs::relative(file, fs::is_directory(input, ec) ? fs::path(input) : file.parent_path()).string());
   }
-  return {at::stack(images), names};
+  out.tensor = at::stack(images);
+  return out;
 }
 
 }  // namespace
@@ -146,12 +201,16 @@ Predictions run_predict(const PredictOptions& p) {
   auto& model = *loaded.model;
   model.eval();
   model.set_training_progress(1.0);
-  auto [input, names] = read_input(p.input, model.config(), loaded.dataset);
+  const ModelInput input = read_input(p.input, model, config, loaded.dataset);
+  const at::Tensor& x = input.tensor;
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> logits;
-  for (int64_t start = 0; start < input.size(0); start += config.batch_size)
-    logits.push_back(model.forward(input.narrow(0, start, std::min(config.batch_size, input.size(0) - start))));
-  Predictions out{names, at::cat(logits).contiguous()};
+  for (int64_t start = 0; start < x.size(0); start += config.batch_size)
+    logits.push_back(model.forward(x.narrow(0, start, std::min(config.batch_size, x.size(0) - start))));
+  at::Tensor all = at::cat(logits);
+  // A video's logits: the mean over its test views.
+  if (input.views > 1) all = all.view({-1, input.views, all.size(1)}).mean(1);
+  Predictions out{input.names, all.contiguous()};
   if (!p.output.empty()) {
     const at::Tensor l = out.logits.to(at::kFloat).contiguous();
     write_npy_float32(p.output, {l.size(0), l.size(1)}, std::vector<float>(l.data_ptr<float>(), l.data_ptr<float>() + l.numel()));

@@ -6,6 +6,7 @@
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
+#include "models/timesformer.h"
 #include "train/checkpoint.h"
 #include "train/run_setup.h"
 #include "util/errors.h"
@@ -30,7 +31,10 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& ckpt) {
       m.depth = shape.at("depth").get<int64_t>();
       m.num_heads = shape.at("num_heads").get<int64_t>();
       m.global_pool = shape.at("global_pool").get<bool>();
+      m.num_frames = shape.value("num_frames", int64_t{0});
+      m.attention_type = shape.value("attention_type", std::string("divided_space_time"));
     }
+    m.temporal_attention_yaml = meta.value("temporal_attention_yaml", std::string());
     if (meta.contains("config") && meta.at("config").contains("dataset"))
       m.dataset = meta.at("config").at("dataset").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
@@ -38,15 +42,23 @@ std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& ckpt) {
   }
   m.attention = config::parse_attention_spec(m.attention_yaml, ckpt.path() + " (attention)");
   config::apply_mask_kwarg_overrides(m.attention, m.attention_overrides);
+  if (!m.temporal_attention_yaml.empty())
+    m.temporal_attention = config::parse_attention_spec(m.temporal_attention_yaml, ckpt.path() + " (temporal attention)");
   return m;
 }
 
-nlohmann::json model_description(const models::VitConfig& c) {
-  return {{"img_size", c.img_size}, {"patch_size", c.patch_size}, {"embed_dim", c.embed_dim},
-          {"depth", c.depth},       {"num_heads", c.num_heads},   {"global_pool", c.global_pool}};
+nlohmann::json model_description(const models::Classifier& model) {
+  const models::VitConfig& c = model.config();
+  nlohmann::json j = {{"img_size", c.img_size}, {"patch_size", c.patch_size}, {"embed_dim", c.embed_dim},
+                      {"depth", c.depth},       {"num_heads", c.num_heads},   {"global_pool", c.global_pool}};
+  if (const auto* video = dynamic_cast<const models::TimeSformer*>(&model)) {
+    j["num_frames"] = video->num_frames();
+    j["attention_type"] = models::video_attention_name(video->video_config().attention_type);
+  }
+  return j;
 }
 
-std::shared_ptr<models::VisionTransformer> create_described_model(const CheckpointModel& m) {
+std::shared_ptr<models::Classifier> create_described_model(const CheckpointModel& m) {
   TrainConfig c;  // the flags that would build this model
   c.nb_classes = m.nb_classes;
   c.input_size = m.img_size;
@@ -55,15 +67,23 @@ std::shared_ptr<models::VisionTransformer> create_described_model(const Checkpoi
   c.depth = m.depth;
   c.num_heads = m.num_heads;
   c.global_pool = m.global_pool;
+  c.num_frames = m.num_frames;
+  c.attention_type = m.attention_type;
   c.drop_path = 0;
-  return models::create_model(m.model, vit_model_options(c, m.attention));
+  return models::create_classifier(m.model, vit_model_options(c, m.attention, m.temporal_attention));
 }
 
-std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& ckpt) {
+std::shared_ptr<models::Classifier> load_checkpoint_model(const LoadedCheckpoint& ckpt) {
   const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
   if (!m) throw RuntimeError(ckpt.path() + " does not say which model it holds (no model metadata)");
   auto model = create_described_model(*m);
   ckpt.load_model(*model);
+  return model;
+}
+
+std::shared_ptr<models::VisionTransformer> load_checkpoint_vit(const LoadedCheckpoint& ckpt, const std::string& command) {
+  auto model = std::dynamic_pointer_cast<models::VisionTransformer>(load_checkpoint_model(ckpt));
+  if (!model) throw UsageError(command + " analyses image models; " + ckpt.path() + " holds a video model");
   return model;
 }
 

@@ -13,6 +13,7 @@
 #include "config/attention_spec.h"
 
 namespace sparsevit::models {
+class Classifier;
 class VisionTransformer;
 struct VitConfig;
 }
@@ -37,19 +38,26 @@ struct CheckpointModel {
   int64_t img_size = 0, patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;
   bool global_pool = false;
   std::string dataset;  // the training dataset (its normalisation), "" when unknown
+  // Video models: frames per clip (0: an image model), attention type, temporal attention.
+  int64_t num_frames = 0;
+  std::string attention_type = "divided_space_time";
+  std::string temporal_attention_yaml;       // "" : dense
+  config::AttentionSpec temporal_attention;  // parsed
 };
 
 // The metadata entries that describe `model` (add them to a checkpoint's metadata).
-nlohmann::json model_description(const models::VitConfig& model);
+nlohmann::json model_description(const models::Classifier& model);
 
 // nullopt when the checkpoint carries no model description (e.g. written by other tools).
 std::optional<CheckpointModel> checkpoint_model(const LoadedCheckpoint& checkpoint);
 
 // Rebuilds the checkpoint's model and loads its weights; RuntimeError when the checkpoint
 // does not describe its model.
-std::shared_ptr<models::VisionTransformer> load_checkpoint_model(const LoadedCheckpoint& checkpoint);
+std::shared_ptr<models::Classifier> load_checkpoint_model(const LoadedCheckpoint& checkpoint);
+// The same for commands that analyse image ViTs: UsageError naming `command` for a video model.
+std::shared_ptr<models::VisionTransformer> load_checkpoint_vit(const LoadedCheckpoint& checkpoint, const std::string& command);
 // The model the description asks for, with random weights.
-std::shared_ptr<models::VisionTransformer> create_described_model(const CheckpointModel& description);
+std::shared_ptr<models::Classifier> create_described_model(const CheckpointModel& description);
 
 // What analysis commands (calibrate, diversity) feed such a model: split `train_split` of
 // `dataset` (its standard location when `data_path` is empty), the first `limit` images

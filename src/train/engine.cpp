@@ -200,29 +200,73 @@ EpochStats train_one_epoch(TrainTask& task, TrainState& state, data::BatchSource
   return EpochRunner::run(task, state, loader, epoch, process);
 }
 
+namespace {
+
+// Top-1 / top-5 hits and the summed cross-entropy of logits [n, K] against labels [n].
+void add_scores(const at::Tensor& logits, const at::Tensor& labels, int64_t num_classes, double& loss_sum,
+                double& correct1, double& correct5) {
+  loss_sum += at::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
+  const at::Tensor top = std::get<1>(logits.topk(std::min<int64_t>(5, num_classes), 1));
+  const at::Tensor hits = top.eq(labels.unsqueeze(1));
+  correct1 += hits.narrow(1, 0, 1).sum().item<double>();
+  correct5 += hits.sum().item<double>();
+}
+
+}  // namespace
+
 ClassifierMetrics evaluate_classifier(torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
                                       int64_t num_classes, data::BatchSource& loader, int64_t epoch,
-                                      ProcessContext& process) {
+                                      ProcessContext& process, const EvalViews& views) {
   torch::NoGradGuard no_grad;
   model.eval();
   loader.set_epoch(epoch);
+  const bool multi_view = views.views > 1;
+  if (multi_view && views.num_items < 1) throw UsageError("multi-view evaluation needs the number of items");
+  // Multi-view: per item, the sums of its views' logits and labels and its view count, added
+  // over ranks (the views of one item may run on several).
+  at::Tensor item_logits, item_labels, item_views;
+  if (multi_view) {
+    item_logits = at::zeros({views.num_items, num_classes}, at::kDouble);
+    item_labels = at::zeros({views.num_items}, at::kDouble);
+    item_views = at::zeros({views.num_items}, at::kDouble);
+  }
   double loss_sum = 0, correct1 = 0, correct5 = 0;
   int64_t seen = 0, done = 0;
   data::Batch batch;
   ProgressBar bar("Test", loader.num_batches(), loader.batch_size(), process.out(), stdout_is_tty());
   while (loader.next(batch)) {
-    const at::Tensor logits = forward(batch.images);
+    const at::Tensor logits = forward(batch.images).to(at::kFloat);
     const int64_t n = batch.labels.size(0);
-    loss_sum += at::cross_entropy_loss(logits, batch.labels, {}, at::Reduction::Sum).item<double>();
-    const at::Tensor top = std::get<1>(logits.topk(std::min<int64_t>(5, num_classes), 1));
-    const at::Tensor hits = top.eq(batch.labels.unsqueeze(1));
-    correct1 += hits.narrow(1, 0, 1).sum().item<double>();
-    correct5 += hits.sum().item<double>();
+    if (multi_view) {
+      const at::Tensor items = at::tensor(batch.indices, at::kLong).div(views.views, "floor");
+      item_logits.index_add_(0, items, logits.to(at::kDouble));
+      item_labels.index_add_(0, items, batch.labels.to(at::kDouble));  // label x views, wherever they ran
+      item_views.index_add_(0, items, at::ones({n}, at::kDouble));
+    } else {
+      add_scores(logits, batch.labels, num_classes, loss_sum, correct1, correct5);
+    }
     seen += n;
-    bar.update(++done, loss_sum / seen);
+    bar.update(++done, multi_view ? 0.0 : loss_sum / seen);
   }
   bar.finish();
-  if (dist::ProcessGroup* group = process.group()) {
+  dist::ProcessGroup* group = process.group();
+  if (multi_view) {
+    if (group) {
+      group->allreduce_sum(item_logits);
+      group->allreduce_sum(item_labels);
+      group->allreduce_sum(item_views);
+    }
+    const at::Tensor scored = item_views.gt(0);
+    const at::Tensor counts = item_views.masked_select(scored);
+    const at::Tensor mean_logits = item_logits.index({scored}) / counts.unsqueeze(1);
+    const at::Tensor labels = item_labels.index({scored}) / counts;
+    loss_sum = correct1 = correct5 = 0;
+    seen = mean_logits.size(0);
+    if (seen == 0) throw UsageError("the evaluation set is empty");
+    add_scores(mean_logits.to(at::kFloat), labels.round().to(at::kLong), num_classes, loss_sum, correct1, correct5);
+    return {loss_sum / seen, 100.0 * correct1 / seen, 100.0 * correct5 / seen};
+  }
+  if (group) {
     at::Tensor sums = at::tensor(std::vector<double>{loss_sum, correct1, correct5, static_cast<double>(seen)},
                                  at::TensorOptions().dtype(at::kDouble));
     group->allreduce_sum(sums);

@@ -119,9 +119,16 @@ struct ClassifierMetrics {
   double loss = 0, acc1 = 0, acc5 = 0;  // mean cross-entropy, top-1 and top-5 (%)
 };
 
+// Several samples per item (TimeSformer's multi-view test: clips x crops of one video): sample
+// i is a view of item i / views, and an item's logits are the mean of its views' logits.
+struct EvalViews {
+  int64_t views = 1;      // 1: every sample is scored on its own
+  int64_t num_items = 0;  // items (videos) in the whole evaluation set, when views > 1
+};
+
 // Evaluates a classifier on `loader` (every rank its shard; the sums are added over ranks).
 ClassifierMetrics evaluate_classifier(torch::nn::Module& model, const std::function<at::Tensor(const at::Tensor&)>& forward,
                                       int64_t num_classes, data::BatchSource& loader, int64_t epoch,
-                                      ProcessContext& process);
+                                      ProcessContext& process, const EvalViews& views = {});
 
 }  // namespace sparsevit::train

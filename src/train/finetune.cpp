@@ -14,6 +14,9 @@
 #include <sstream>
 
 #include "analysis/attention_report.h"
+#include "analysis/video_attention_report.h"
+#include "models/timesformer.h"
+#include "train/video_data.h"
 #include "config/attention_spec.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
@@ -44,6 +47,11 @@ nlohmann::json TrainSummary::to_json() const {
                       {"params", params},
                       {"epochs", epochs_run}};
   if (ema_acc1 >= 0) j["ema_acc1"] = ema_acc1;
+  if (video) {
+    j["spatial_gflops"] = spatial_gflops;
+    j["temporal_gflops"] = temporal_gflops;
+    j["padded_clips"] = padded_clips;
+  }
   return j;
 }
 
@@ -54,7 +62,10 @@ std::string TrainSummary::to_text() const {
       "density {:.4f} | {:.3f}M params",
       test_acc1, ema_acc1 >= 0 ? fmt::format(" (EMA {:.2f}%)", ema_acc1) : std::string(), attention_gflops,
       attention_gflops_patch, scheduled ? fmt::format(", {:.6f} paid on average during training", attention_gflops_paid) : "",
-      pruning_ratio, density, params / 1e6);
+      pruning_ratio, density, params / 1e6) +
+         (video ? fmt::format(" | spatial {:.6f} + temporal {:.6f} GFLOPs per clip | {} padded clips", spatial_gflops,
+                              temporal_gflops, padded_clips)
+                : std::string());
 }
 
 namespace {
@@ -62,7 +73,7 @@ namespace {
 // The model and attention a checkpoint was trained with override the flags, so that
 // `sparsevit eval --resume ckpt` rebuilds exactly that model.
 void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
-                            const LoadedCheckpoint& ckpt) {
+                            AttentionConfig& temporal, const LoadedCheckpoint& ckpt) {
   const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
   if (!m) return;
   if (m->model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m->model, c.model);
@@ -75,7 +86,11 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::st
     c.depth = m->depth;
     c.num_heads = m->num_heads;
     c.global_pool = m->global_pool;
+    c.num_frames = m->num_frames;
+    c.attention_type = m->attention_type;
   }
+  temporal.yaml = m->temporal_attention_yaml;
+  temporal.spec = m->temporal_attention;
   attention_yaml = m->attention_yaml;
   c.attn_set = m->attention_overrides;
   spec = m->attention;
@@ -85,7 +100,7 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::st
 // plain cross-entropy (MAE's main_finetune criterion choice).
 class ClassificationTask : public TrainTask {
  public:
-  ClassificationTask(models::VisionTransformer& model, Mixup& mixup, double smoothing)
+  ClassificationTask(models::Classifier& model, Mixup& mixup, double smoothing)
       : model_(model), mixup_(mixup), smoothing_(smoothing) {}
 
   at::Tensor loss(const data::Batch& batch, std::mt19937_64& host_rng) override {
@@ -103,7 +118,7 @@ class ClassificationTask : public TrainTask {
   // float32 logits for the loss also under bfloat16 autocast (--amp bf16).
   at::Tensor logits(const at::Tensor& images) { return model_.forward(images).to(at::kFloat); }
 
-  models::VisionTransformer& model_;
+  models::Classifier& model_;
   Mixup& mixup_;
   double smoothing_;
 };
@@ -121,45 +136,87 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   AttentionConfig attention = load_attention_config(c.attn_cfg, c.attn_set);
   std::string& attention_yaml = attention.yaml;
   config::AttentionSpec& spec = attention.spec;
+  // The temporal attention of a video model (divided space-time): dense unless --temporal_attn_cfg.
+  AttentionConfig temporal;
+  if (!c.temporal_attn_cfg.empty()) temporal = load_attention_config(c.temporal_attn_cfg, {});
   std::optional<LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) {
     ckpt.emplace(c.resume);
-    adopt_checkpoint_model(c, spec, attention_yaml, *ckpt);
+    adopt_checkpoint_model(c, spec, attention_yaml, temporal, *ckpt);
   }
+  const models::ModelShape& shape = models::find_model_shape(c.model);
+  const bool video = shape.is_video();
 
-  // Data.
-  c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
-  if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
-  if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
-  auto eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
-  std::shared_ptr<const data::Dataset> train_set;
-  if (!c.eval) train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
+  // Data: images through the timm/DeiT transforms, or video clips sampled as TimeSformer does.
+  std::shared_ptr<const data::Dataset> train_set, eval_set;
+  data::Transform train_transform, eval_transform;
+  EvalViews views;
+  std::shared_ptr<const data::VideoClipDataset> video_train, video_eval;
+  if (video) {
+    c.dataset = data::resolve_video_dataset_name(c.dataset, c.data_path);
+    const models::VitConfig frame = models::vit_config(shape, vit_model_options(c, spec));
+    const VideoSplits splits = video_splits(c, frame.in_chans, frame.img_size,
+                                            c.num_frames > 0 ? c.num_frames : shape.num_frames, !c.eval);
+    video_train = splits.train;
+    video_eval = splits.eval;
+    train_set = splits.train;
+    eval_set = splits.eval;
+    train_transform = eval_transform = splits.transform;
+    views = splits.views;
+  } else {
+    c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
+    if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
+    if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
+    eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
+    if (!c.eval) train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
+  }
   if (c.nb_classes <= 0) c.nb_classes = eval_set->num_classes();
+  if (c.nb_classes < eval_set->num_classes())
+    throw UsageError("--nb_classes " + std::to_string(c.nb_classes) + " is smaller than the dataset's " +
+                     std::to_string(eval_set->num_classes()) + " classes");
 
   // Model.
-  auto model = models::create_model(c.model, vit_model_options(c, spec));
+  auto model = models::create_classifier(c.model, vit_model_options(c, spec, temporal.spec));
   const models::VitConfig& vc = model->config();
-  const data::TransformConfig tc = transform_config(c, vc.img_size, vc.in_chans);
+  if (!video) {
+    const data::TransformConfig tc = transform_config(c, vc.img_size, vc.in_chans);
+    train_transform = data::build_train_transform(tc);
+    eval_transform = data::build_eval_transform(tc);
+  }
 
   data::LoaderOptions eval_options = loader_options(c, process);
   eval_options.even_shards = false;  // every test sample exactly once over the ranks
-  data::DataLoader eval_loader(eval_set, data::build_eval_transform(tc), eval_options);
+  data::DataLoader eval_loader(eval_set, eval_transform, eval_options);
 
   // Attention cost of this model, from the patterns its kernels run (at the end of any schedule).
-  const analysis::AttentionReport report =
-      analysis::attention_report(spec, vc.attention_geometry(), model->layer_patterns());
   TrainSummary summary;
-  summary.attention_gflops = report.attention_gflops;
-  summary.attention_gflops_paid = report.attention_gflops;
-  summary.attention_gflops_patch = report.attention_gflops_patch;
-  summary.pruning_ratio = report.pruning_ratio;
-  summary.density = report.density;
+  if (const auto* timesformer = dynamic_cast<const models::TimeSformer*>(model.get())) {
+    const analysis::VideoAttentionReport report = analysis::video_attention_report(
+        spec, temporal.spec, timesformer->video_config().layout(), model->layer_patterns(),
+        timesformer->temporal_layer_patterns());
+    summary.video = true;
+    summary.spatial_gflops = report.spatial_gflops;
+    summary.temporal_gflops = report.temporal_gflops;
+    summary.attention_gflops = report.attention_gflops;
+    summary.attention_gflops_patch = report.attention_gflops_patch;
+    summary.pruning_ratio = report.pruning_ratio;
+    summary.density = report.density;
+  } else {
+    const analysis::AttentionReport report =
+        analysis::attention_report(spec, vc.attention_geometry(), model->layer_patterns());
+    summary.attention_gflops = report.attention_gflops;
+    summary.attention_gflops_patch = report.attention_gflops_patch;
+    summary.pruning_ratio = report.pruning_ratio;
+    summary.density = report.density;
+  }
+  summary.attention_gflops_paid = summary.attention_gflops;
   summary.rank = rank;
   summary.world_size = world;
   for (const auto& p : model->parameters()) summary.params += p.numel();
-  spdlog::info("model {} ({:.2f}M params, {} tokens, attention {} kernel {}): pruning ratio {:.4f}, attention GFLOPs {:.4f}",
-               c.model, summary.params / 1e6, vc.num_tokens(), spec.has_mask() ? spec.mask : "dense",
-               model->blocks().front()->attn().kernel_name(), report.pruning_ratio, report.attention_gflops);
+  spdlog::info("model {} ({:.2f}M params, {} tokens{}, attention {} kernel {}): pruning ratio {:.4f}, attention GFLOPs {:.4f}",
+               c.model, summary.params / 1e6, vc.num_tokens(),
+               video ? fmt::format(" x {} frames ({})", model->num_frames(), c.attention_type) : std::string(), spec.has_mask() ? spec.mask : "dense",
+               model->kernel_name(), summary.pruning_ratio, summary.attention_gflops);
   spdlog::info("data {}: {} train / {} eval samples, {} classes, {} threads", c.dataset,
                train_set ? train_set->size() : 0, eval_set->size(), c.nb_classes, process.threads());
   auto forward = [&model](const at::Tensor& images) { return model->forward(images); };
@@ -167,10 +224,11 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   if (c.eval) {
     ckpt->load_model(*model);
     model->set_training_progress(1.0);
-    const ClassifierMetrics r = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, 0, process);
+    const ClassifierMetrics r = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, 0, process, views);
     summary.test_acc1 = r.acc1;
     summary.test_acc5 = r.acc5;
     summary.test_loss = r.loss;
+    if (video_eval) summary.padded_clips = video_eval->padded_clips();
     return summary;
   }
 
@@ -198,7 +256,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   if (mixup.enabled() && !one_batch_or_more)
     spdlog::warn("the training set ({} images) is smaller than one batch ({}): one partial batch per epoch",
                  train_set->size(), c.batch_size * world);
-  data::DataLoader train_loader(train_set, data::build_train_transform(tc), train_options);
+  data::DataLoader train_loader(train_set, train_transform, train_options);
   if (train_loader.num_batches() == 0) throw UsageError("the training set has fewer samples than one batch");
 
   if (!c.finetune.empty() && !ckpt) {
@@ -212,7 +270,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
 
   const nlohmann::json metadata = {{"model", c.model},
                                    {"nb_classes", c.nb_classes},
-                                   {"model_shape", model_description(vc)},
+                                   {"model_shape", model_description(*model)},
+                                   {"temporal_attention_yaml", temporal.yaml},
                                    {"attention_yaml", attention_yaml},
                                    {"attention_source", spec.source},
                                    {"attention_overrides", c.attn_set},
@@ -225,11 +284,11 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     const EpochStats train = train_one_epoch(task, state, train_loader, epoch, process);
-    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process);
+    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views);
     double ema_acc1 = -1;
     if (ModelEma* ema = state.ema()) {
       EmaWeightsScope scope(*ema, *model);
-      ema_acc1 = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process).acc1;
+      ema_acc1 = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views).acc1;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     nlohmann::json record = {{"epoch", epoch},          {"train_loss", train.loss},
@@ -251,12 +310,13 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   }
   if (summary.epochs_run == 0) {
     model->set_training_progress(1.0);
-    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process);
+    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process, views);
   }
   if (state.attention_gflops_paid() > 0) summary.attention_gflops_paid = state.attention_gflops_paid();
   summary.test_acc1 = last.acc1;
   summary.test_acc5 = last.acc5;
   summary.test_loss = last.loss;
+  if (video_eval) summary.padded_clips = video_eval->padded_clips() + (video_train ? video_train->padded_clips() : 0);
   return summary;
 }
 

@@ -22,6 +22,11 @@ struct TrainSummary {
   // Mean attention GFLOPs per sample over the training iterations: differs from the final
   // attention_gflops when the budget is scheduled (top-k's k_start -> k_end).
   double attention_gflops_paid = 0;
+  // Video models: the attention GFLOPs per clip of the spatial and the temporal attention, and
+  // the clips whose video was shorter than the sampling window (padded with its last frame).
+  bool video = false;
+  double spatial_gflops = 0, temporal_gflops = 0;
+  int64_t padded_clips = 0;
   int64_t params = 0;
   int64_t epochs_run = 0;
   int64_t rank = 0, world_size = 1;  // this process in a data-parallel run (not in to_json)

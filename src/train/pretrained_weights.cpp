@@ -10,6 +10,7 @@
 #include <set>
 
 #include "models/pos_embed.h"
+#include "models/classifier.h"
 #include "models/vision_transformer.h"
 #include "util/errors.h"
 #include "weights/weight_file.h"
@@ -25,18 +26,44 @@ std::string join(const std::vector<std::string>& names) {
 
 bool is_head(const std::string& name) { return name == "head.weight" || name == "head.bias"; }
 
+// Drops `prefix` when every key carries it.
+void strip_common_prefix(NamedTensors& weights, const std::string& prefix) {
+  const bool all = !weights.empty() && std::all_of(weights.begin(), weights.end(), [&](const auto& w) {
+    return w.first.rfind(prefix, 0) == 0;
+  });
+  if (all)
+    for (auto& w : weights) w.first = w.first.substr(prefix.size());
+}
+
+bool has_key(const NamedTensors& weights, const std::string& name) {
+  return std::any_of(weights.begin(), weights.end(), [&](const auto& w) { return w.first == name; });
+}
+
+// TimeSformer's load_pretrained for divided space-time models: where the file (image weights)
+// has no temporal attention, blocks.i.temporal_attn.* start as blocks.i.attn.* and
+// blocks.i.temporal_norm1.* as blocks.i.norm1.*.
+int64_t add_temporal_from_spatial(NamedTensors& weights, const torch::OrderedDict<std::string, at::Tensor>& params) {
+  NamedTensors added;
+  for (const auto& [name, tensor] : weights) {
+    if (name.rfind("blocks.", 0) != 0) continue;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{".attn.", ".temporal_attn."}, {".norm1.", ".temporal_norm1."}}) {
+      const std::size_t at = name.find(from);
+      if (at == std::string::npos) continue;
+      const std::string target = name.substr(0, at) + to + name.substr(at + from.size());
+      if (params.contains(target) && !has_key(weights, target)) added.emplace_back(target, tensor);
+    }
+  }
+  weights.insert(weights.end(), added.begin(), added.end());
+  return static_cast<int64_t>(added.size());
+}
+
 }  // namespace
 
-PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& file_weights, const std::string& source) {
+PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& file_weights, const std::string& source) {
   PretrainedLoad report;
-  // A state dict saved from DistributedDataParallel carries "module." before every key.
-  NamedTensors weights = file_weights;
-  const bool ddp = !weights.empty() && std::all_of(weights.begin(), weights.end(), [](const auto& w) {
-    return w.first.rfind("module.", 0) == 0;
-  });
-  if (ddp)
-    for (auto& w : weights) w.first = w.first.substr(7);
+  NamedTensors weights = without_wrapper_prefixes(file_weights);
   auto params = model.named_parameters(/*recurse=*/true);
+  if (model.num_frames() > 0) report.temporal_from_spatial = add_temporal_from_spatial(weights, params);
   std::set<std::string> buffers;
   for (const auto& b : model.named_buffers(/*recurse=*/true)) buffers.insert(b.key());
   const models::VitConfig& vc = model.config();
@@ -61,6 +88,11 @@ PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTens
       const int64_t grid = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(vc.num_patches()))));
       value = models::interpolate_pos_embed(value.to(at::kFloat), vc.num_prefix_tokens, grid);
       report.pos_embed_interpolated = true;
+    }
+    if (name == "time_embed" && value.dim() == 3 && value.sizes() != target.sizes() && value.size(2) == target.size(2)) {
+      // TimeSformer: F.interpolate(time_embed, size=T, mode='nearest') over the frame axis.
+      value = at::upsample_nearest1d(value.to(at::kFloat).transpose(1, 2), {target.size(1)}).transpose(1, 2);
+      report.time_embed_resized = true;
     }
     if (value.sizes() != target.sizes())
       throw UsageError(fmt::format("{}: {} has shape {} in the file, the model expects {}", source, name,
@@ -94,13 +126,22 @@ PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTens
   return report;
 }
 
-PretrainedLoad load_pretrained_file(models::VisionTransformer& model, const std::string& path) {
+NamedTensors without_wrapper_prefixes(NamedTensors weights) {
+  strip_common_prefix(weights, "module.");
+  strip_common_prefix(weights, "model.");
+  return weights;
+}
+
+PretrainedLoad load_pretrained_file(models::Classifier& model, const std::string& path) {
   return load_pretrained(model, weights::read_weight_file(path), path);
 }
 
 std::string describe(const PretrainedLoad& r) {
   std::string out = fmt::format("loaded {} tensors", r.loaded.size());
   if (r.pos_embed_interpolated) out += "; pos_embed interpolated (bicubic) to the model's grid";
+  if (r.time_embed_resized) out += "; time_embed resized (nearest) to the model's frames";
+  if (r.temporal_from_spatial > 0)
+    out += fmt::format("; temporal attention initialised from the spatial attention ({} tensors)", r.temporal_from_spatial);
   if (!r.removed.empty()) out += "; removed (class count differs): " + join(r.removed);
   if (!r.missing.empty()) out += "; missing: " + join(r.missing);
   if (!r.unexpected.empty()) {

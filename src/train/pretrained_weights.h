@@ -11,7 +11,7 @@
 #include "train/named_tensors.h"
 
 namespace sparsevit::models {
-class VisionTransformer;
+class Classifier;
 }
 
 namespace sparsevit::train {
@@ -24,6 +24,8 @@ struct PretrainedLoad {
   std::vector<std::string> removed;     // keys dropped on purpose (a head of another class count)
   bool head_reinitialised = false;
   bool pos_embed_interpolated = false;
+  bool time_embed_resized = false;
+  int64_t temporal_from_spatial = 0;  // temporal_attn / temporal_norm1 tensors copied from attn / norm1
 };
 
 // MAE main_finetune's --finetune: copies `weights` (timm / MAE names) into `model` by name.
@@ -32,10 +34,19 @@ struct PretrainedLoad {
 // other unknown keys are reported as unexpected; a missing head is re-initialised likewise.
 // Any other shape mismatch is a UsageError naming the key and both shapes ("<source>: ...").
 // Buffers (sparse patterns) are derived from the attention config and never loaded.
-PretrainedLoad load_pretrained(models::VisionTransformer& model, const NamedTensors& weights, const std::string& source);
+// A prefix every key shares is dropped: "module." (DistributedDataParallel) and "model."
+// (TimeSformer's wrapper). Video models (TimeSformer's load_pretrained): time_embed is
+// resized (nearest) to the model's frames, and image weights initialise the temporal attention
+// (temporal_attn from attn, temporal_norm1 from norm1) where the file has none; time_embed
+// and temporal_fc then keep their zero init.
+PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& weights, const std::string& source);
+
+// `weights` without a prefix every key shares: "module." (DistributedDataParallel), then
+// "model." (TimeSformer's wrapper module).
+NamedTensors without_wrapper_prefixes(NamedTensors weights);
 
 // Reads a weight file of any supported format (see weights/weight_file.h) and loads it.
-PretrainedLoad load_pretrained_file(models::VisionTransformer& model, const std::string& path);
+PretrainedLoad load_pretrained_file(models::Classifier& model, const std::string& path);
 
 // One readable summary line per list (missing / unexpected / removed), as MAE's msg.
 std::string describe(const PretrainedLoad& load);

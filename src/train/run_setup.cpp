@@ -29,7 +29,8 @@ AttentionConfig load_attention_config(const std::string& path, const std::vector
   return a;
 }
 
-models::ModelOptions vit_model_options(const TrainConfig& c, const config::AttentionSpec& spec) {
+models::ModelOptions vit_model_options(const TrainConfig& c, const config::AttentionSpec& spec,
+                                       const config::AttentionSpec& temporal) {
   models::ModelOptions o;
   if (c.nb_classes > 0) o.num_classes = c.nb_classes;
   if (c.input_size > 0) o.img_size = c.input_size;
@@ -40,6 +41,9 @@ models::ModelOptions vit_model_options(const TrainConfig& c, const config::Atten
   o.global_pool = c.global_pool;
   o.drop_path_rate = c.drop_path;
   o.attention = spec;
+  if (c.num_frames > 0) o.num_frames = c.num_frames;
+  o.attention_type = c.attention_type;
+  o.temporal_attention = temporal;
   return o;
 }
 

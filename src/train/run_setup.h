@@ -31,8 +31,10 @@ struct AttentionConfig {
 AttentionConfig load_attention_config(const std::string& path, const std::vector<std::string>& overrides);
 
 // The model options the flags ask for: --input_size, --patch_size/--embed_dim/--depth/--num_heads,
-// --global_pool, --drop_path, --nb_classes (0: the model's).
-models::ModelOptions vit_model_options(const TrainConfig& config, const config::AttentionSpec& spec);
+// --global_pool, --drop_path, --nb_classes (0: the model's); video models --num_frames,
+// --attention_type and the temporal attention (`temporal`, dense by default).
+models::ModelOptions vit_model_options(const TrainConfig& config, const config::AttentionSpec& spec,
+                                       const config::AttentionSpec& temporal = {});
 
 // --device: cpu runs; cuda is refused with the reason (this build trains on the CPU).
 void check_device(const std::string& device);

@@ -29,6 +29,14 @@ struct TrainConfig {
   int64_t patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;  // 0: the model's
   bool global_pool = false;         // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
   std::string finetune;             // initial weights: pretrain checkpoint, safetensors or .pth (timm / MAE names)
+  // video models (TimeSformer)
+  int64_t num_frames = 0;           // frames per clip (0: the model's)
+  int64_t sampling_rate = 0;        // stride between sampled frames (0: 2 on moving_fashion_mnist, else TimeSformer's 8)
+  double target_fps = 30;           // the frame rate sampling_rate counts in
+  std::string attention_type = "divided_space_time";
+  std::string temporal_attn_cfg;    // attention config of the temporal attention ("" : dense)
+  int64_t test_num_clips = 1;       // test views: temporal clips x spatial crops, logits averaged per video
+  int64_t test_num_crops = 1;
   // MAE pretraining (sparsevit pretrain)
   double mask_ratio = 0.75;
   bool norm_pix_loss = false;
@@ -125,7 +133,9 @@ void for_each_field(Config& c, Visitor&& visit) {
   using namespace field;
   constexpr FieldGroup run = FieldGroup::run;
   visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | mnist | cifar10 | "
-                                  "cifar100 | image_folder | imagenet (train/ + val/ class folders)"));
+                                  "cifar100 | image_folder | imagenet (train/ + val/ class folders); video models: "
+                                  "auto (moving_fashion_mnist, or video_list with --data_path) | moving_fashion_mnist | "
+                                  "video_list (TimeSformer's train.csv / test.csv)"));
   visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location)"));
   visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));
   visit(c.input_size, non_negative("input_size", "image size the model takes (0: the model's)"));
@@ -144,6 +154,17 @@ void for_each_field(Config& c, Visitor&& visit) {
                                           "instead of the class token").only(kFinetune));
   visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names",
                         run).only(kFinetune));
+  visit(c.num_frames, non_negative("num_frames", "video models: frames per clip (0: the model's)").only(kFinetune));
+  visit(c.sampling_rate, non_negative("sampling_rate", "video models: stride between sampled frames at target_fps "
+                                                       "(0: 2 on moving_fashion_mnist, else 8 as TimeSformer)").only(kFinetune));
+  visit(c.target_fps, positive("target_fps", "video models: the frame rate sampling_rate counts in").only(kFinetune));
+  visit(c.attention_type, one_of("attention_type", "video models: divided_space_time | space_only | joint_space_time",
+                                 {"divided_space_time", "space_only", "joint_space_time"}).only(kFinetune));
+  visit(c.temporal_attn_cfg, any("temporal_attn_cfg", "video models: attention config YAML of the temporal attention "
+                                                      "(default: dense)", run).only(kFinetune));
+  visit(c.test_num_clips, at_least_one("test_num_clips", "video models: temporal views per test video").only(kFinetune));
+  visit(c.test_num_crops, at_least_one("test_num_crops", "video models: spatial crops per test view (1: centre, 3: "
+                                                        "left/centre/right)").only(kFinetune));
   visit(c.mask_ratio, unit_interval("mask_ratio", "fraction of patches masked", false).only(kPretrain));
   visit(c.norm_pix_loss, any("norm_pix_loss", "reconstruct per-patch normalised pixels").only(kPretrain));
   visit(c.decoder_embed_dim, non_negative("decoder_embed_dim", "decoder width (0: the model's default)").only(kPretrain));

@@ -119,9 +119,10 @@ train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::stri
   if (is_tensor_dict(root)) {
     chosen = root;
   } else {
-    // MAE and DeiT keep the weights under "model", timm training scripts under "state_dict"...
+    // MAE and DeiT keep the weights under "model", timm training scripts under "state_dict",
+    // TimeSformer (SlowFast's checkpoints) under "model_state"...
     const auto dict = root.toGenericDict();
-    for (const char* key : {"model", "state_dict", "model_ema", "state_dict_ema", "module", "net"}) {
+    for (const char* key : {"model", "state_dict", "model_state", "model_ema", "state_dict_ema", "module", "net"}) {
       const auto found = dict.find(c10::IValue(std::string(key)));
       if (found != dict.end() && found->value().isGenericDict()) {
         chosen = found->value();

@@ -1,0 +1,67 @@
+// Video files decoded with FFmpeg's libraries (libavformat, libavcodec, libswscale): every frame
+// of the first video stream as uint8 [C, T, H, W]. No FFmpeg type leaks out of this header.
+//
+// Errors are one-line RuntimeErrors naming the file (UsageError for a bad `channels`):
+//   "<path>: no such file" / "<path>: cannot open: ..."   the file cannot be opened
+//   "<path>: empty file, not a video"
+//   "<path>: not a readable video file (WHY)"           no container FFmpeg recognises, or its
+//                                                       header is damaged or cut off (an .mp4 cut
+//                                                       before its index: "moov atom not found")
+//   "<path>: no video stream"                           e.g. an audio-only file
+//   "<path>: unsupported video codec NAME"              no decoder in this FFmpeg build
+//   "<path>: truncated or corrupt video: WHY after N frames"
+//                                                       a demux or decode error, or a packet the
+//                                                       file ends inside of, before the end of the
+//                                                       stream: an error even when N > 0 (a clip
+//                                                       with missing frames is not returned)
+//   "<path>: no decodable video frames"                 a stream that ends without one frame
+//   "<path>: ... exceeds the limit ..."                 the limits below
+// WHY is FFmpeg's error text plus its last logged error, if any. A file cut between packets
+// ends cleanly and decodes to fewer frames: Matroska (which drops a block the file ends inside)
+// cut anywhere after its header, AVI cut exactly at a chunk boundary. Nothing is printed.
+//
+// Limits (so that hostile or fuzzed inputs cannot exhaust memory): frames at most 8192 x 8192,
+// at most 100000 frames, at most 4 GiB of decoded pixels per clip.
+//
+// Decoding is single-threaded (the data loader runs several decoders at once) and thread-safe.
+// Only the file itself is read: FFmpeg's demuxers are not allowed to open other files or URLs
+// (playlists, references in .mov / .m3u8 / concat files are refused).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "data/video_clip.h"
+
+namespace sparsevit::data {
+
+// Decodes every frame of the first video stream (attached cover pictures are not video) to
+// uint8 [channels, T, H, W]: channels 3 = RGB, 1 = gray (luma), converted by libswscale. Frames
+// that change size mid-stream are scaled to the first frame's size. fps: the stream's average
+// frame rate, else its real base frame rate, else 30.
+VideoClip decode_video_file(const std::string& path, int64_t channels);
+
+// The same from bytes in memory (what the fuzzer calls); `name` stands for the file in errors.
+VideoClip decode_video_bytes(const std::string& bytes, int64_t channels, const std::string& name);
+
+// Container-level facts, without decoding every frame (FFmpeg decodes a few to find them).
+struct VideoInfo {
+  int64_t width = 0, height = 0;
+  int64_t declared_frames = 0;  // what the container declares; 0 if it does not say
+  double fps = 0;               // as decode_video_file reports it
+  std::string codec;            // FFmpeg's codec name: "ffv1", "h264", "mpeg4", "mjpeg", ...
+};
+VideoInfo probe_video_file(const std::string& path);
+
+namespace detail {
+// The decoded-bytes limit per clip (default 4 GiB); the fuzzer lowers it to stay within its
+// memory limit. Process-wide.
+void set_max_decoded_bytes(int64_t bytes);
+
+// Shared with the encoder: routes FFmpeg's log to a per-thread buffer instead of stderr (once per
+// process), and returns-and-clears the last error-level message of this thread ("" if none).
+void init_ffmpeg_logging();
+std::string take_ffmpeg_error();
+}  // namespace detail
+
+}  // namespace sparsevit::data
