@@ -13,8 +13,9 @@ void register_attention_map_command(CLI::App& app) {
   auto c = std::make_shared<experiments::AttentionMapConfig>();
   CLI::App* cmd = app.add_subcommand("attention-map", "Write a checkpoint's per-head attention maps for one image as PNG");
   add_named_option(cmd, "resume", c->resume, "the checkpoint")->required();
-  add_named_option(cmd, "image", c->image, "a .png / .jpg image, or an IDX images file (with --index)");
+  add_named_option(cmd, "image", c->image, "a .png / .jpg image, or an IDX images file (with --index); video models: a video file or frame folder");
   add_named_option(cmd, "index", c->index, "which image of the IDX file or of --dataset");
+  add_named_option(cmd, "frame", c->frame, "video models: the frame of the clip whose spatial attention is shown");
   add_named_option(cmd, "dataset", c->dataset, "take the image from this dataset (with --index)");
   add_named_option(cmd, "data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
   add_named_option(cmd, "split", c->split, "train | test (with --dataset)");

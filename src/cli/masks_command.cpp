@@ -11,6 +11,8 @@
 #include "analysis/mask_png.h"
 #include "cli/commands.h"
 #include "config/attention_spec.h"
+#include "models/model_shapes.h"
+#include "models/video_attention_layout.h"
 #include "patterns/mask_registry.h"
 #include "util/errors.h"
 
@@ -26,6 +28,11 @@ struct MasksOptions {
   bool list = false;
   std::string png;
   int32_t png_layer = 0;
+  // --model: the geometry of a registered model's attention instead of --tokens/--heads/...;
+  // for a video model, its spatial attention (one frame, or the whole clip for joint_space_time).
+  std::string model;
+  int64_t num_frames = 0;
+  std::string attention_type = "divided_space_time";
 };
 
 void print_mask_list() {
@@ -43,6 +50,14 @@ void run_masks(const MasksOptions& o) {
   config::apply_mask_kwarg_overrides(spec, o.overrides);
   AttentionGeometry geometry = o.geometry;
   geometry.num_prefix_tokens = o.no_class_token ? 0 : 1;
+  if (!o.model.empty()) {
+    const models::ModelShape& shape = models::find_model_shape(o.model);
+    geometry = shape.is_video()
+                   ? models::video_attention_layout(shape.attention_geometry(), o.num_frames > 0 ? o.num_frames : shape.num_frames,
+                                                    models::parse_video_attention(o.attention_type))
+                         .spatial
+                   : shape.attention_geometry();
+  }
   const auto layers = config::build_layer_patterns(spec, geometry);
   const analysis::AttentionReport report = analysis::attention_report(spec, geometry, layers);
   for (const auto& w : report.warnings) spdlog::warn("{}", w);
@@ -79,6 +94,13 @@ void register_masks_command(CLI::App& app) {
       ->default_val(64)->check(CLI::Range(1, 1 << 16));
   cmd->add_flag(option_names("no-class-token"), options->no_class_token, "token 0 is a patch, not a class token");
   cmd->add_option("--set", options->overrides, "override a mask kwarg: NAME=VALUE (repeatable)");
+  cmd->add_option(option_names("model"), options->model,
+                  "take tokens, heads, layers and head dim from a registered model (video models: the spatial "
+                  "attention of one frame)");
+  cmd->add_option(option_names("num-frames"), options->num_frames, "video models: frames per clip (0: the model's)");
+  cmd->add_option(option_names("attention-type"), options->attention_type,
+                  "video models: divided_space_time | space_only | joint_space_time (joint: the whole clip)")
+      ->capture_default_str();
   cmd->add_flag(option_names("json"), options->json, "print one JSON object instead of the table");
   cmd->add_option(option_names("png"), options->png, "write a PNG grid of one layer's head masks");
   cmd->add_option(option_names("png-layer"), options->png_layer, "layer shown by --png")->default_val(0);

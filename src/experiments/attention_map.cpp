@@ -14,9 +14,14 @@
 #include "data/file_bytes.h"
 #include "data/image_codec.h"
 #include "data/transforms.h"
+#include "data/video_clip_dataset.h"
+#include "data/video_decoder.h"
+#include "data/video_list_dataset.h"
+#include "models/timesformer.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_model.h"
+#include "train/video_data.h"
 #include "runtime/cpu_threads.h"
 #include "util/errors.h"
 
@@ -98,8 +103,40 @@ void heat_color(double t, uint8_t rgb[3]) {
 }
 
 nlohmann::json AttentionMapSummary::to_json() const {
-  return {{"layer", layer}, {"heads", heads}, {"tokens", tokens}, {"grid", grid}, {"files", files}};
+  nlohmann::json j = {{"layer", layer}, {"heads", heads}, {"tokens", tokens}, {"grid", grid}, {"files", files}};
+  if (frame >= 0) j["frame"] = frame;
+  return j;
 }
+
+namespace {
+
+// A video model's input clip, normalised as in evaluation: [C, T, H, W].
+at::Tensor read_clip(const AttentionMapConfig& c, const models::TimeSformer& model, const std::string& dataset) {
+  const models::VitConfig& vc = model.config();
+  if (!c.image.empty() && !c.dataset.empty()) throw UsageError("give --image or --dataset, not both");
+  const int64_t channels = vc.in_chans == 1 ? 1 : 3;
+  train::TrainConfig flags;
+  const std::string name = c.image.empty() ? data::resolve_video_dataset_name(c.dataset.empty() ? dataset : c.dataset, c.data_path) : "";
+  const data::ClipSampling sampling = train::clip_sampling(flags, name, vc.img_size, model.num_frames());
+  data::VideoClip clip;
+  if (!c.image.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(c.image, ec)) throw UsageError("--image " + c.image + ": no such file or folder");
+    clip = std::filesystem::is_directory(c.image, ec) ? data::read_frame_folder(c.image, channels)
+                                                      : data::decode_video_file(c.image, channels);
+  } else {
+    if (c.index < 0) throw UsageError("a video model's clip: --image VIDEO or --dataset NAME --index i");
+    const auto videos = data::make_video_dataset(name, c.data_path, c.split == "train", channels);
+    if (c.index >= videos->size())
+      throw UsageError("--index " + std::to_string(c.index) + ": the split has " + std::to_string(videos->size()) + " clips");
+    clip = videos->clip(c.index);
+  }
+  data::Rng rng(0);
+  return data::build_video_transform(vc.in_chans, data::video_mean_std(vc.in_chans))(
+      data::sample_test_clip(clip, sampling, 0).frames, rng);
+}
+
+}  // namespace
 
 AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   if (c.resume.empty()) throw UsageError("attention-map needs --resume CKPT");
@@ -108,29 +145,39 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_vit(ckpt, "attention-map");
-  const models::VitConfig& vc = model->config();
+  auto classifier = train::load_checkpoint_model(ckpt);
+  const models::VitConfig& vc = classifier->config();
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens(), grid = vc.img_size / vc.patch_size;
   const int64_t layer = c.layer < 0 ? L + c.layer : c.layer;
   if (layer < 0 || layer >= L)
     throw UsageError("--layer " + std::to_string(c.layer) + ": the model has " + std::to_string(L) + " layers");
 
-  // The image through the evaluation transform of the dataset it came from.
-  const at::Tensor raw = read_input(c, vc.in_chans);
-  const std::string stats_from =
-      !c.stats.empty() ? c.stats : !c.dataset.empty() ? c.dataset : (vc.in_chans == 1 ? "fashion_mnist" : "");
-  data::TransformConfig tc = data::transform_config_for(stats_from, vc.img_size, vc.in_chans);
-  data::validate(tc);
-  data::Rng rng(0);
-  const at::Tensor image = data::build_eval_transform(tc)(raw, rng);
-
   torch::NoGradGuard no_grad;
-  model->eval();
-  const std::vector<at::Tensor> inputs = model->attention_inputs(image.unsqueeze(0));
-  const at::Tensor probs = model->blocks()[layer]->attn().attention_probs(inputs[layer])[0];  // [H, N, N]
+  classifier->eval();
+  at::Tensor image, probs;  // the frame shown [C, H, W]; the layer's attention [H, N, N]
+  AttentionMapSummary s;
+  if (auto* video = dynamic_cast<models::TimeSformer*>(classifier.get())) {
+    const std::optional<train::CheckpointModel> described = train::checkpoint_model(ckpt);
+    const at::Tensor clip = read_clip(c, *video, described ? described->dataset : "");
+    const std::vector<at::Tensor> inputs = video->frame_attention_inputs(clip.unsqueeze(0), c.frame);
+    probs = video->spatial_attention()[static_cast<std::size_t>(layer)]->attention_probs(inputs[layer])[0];
+    image = clip.select(1, c.frame);
+    s.frame = c.frame;
+  } else {
+    auto* model = dynamic_cast<models::VisionTransformer*>(classifier.get());
+    // The image through the evaluation transform of the dataset it came from.
+    const at::Tensor raw = read_input(c, vc.in_chans);
+    const std::string stats_from =
+        !c.stats.empty() ? c.stats : !c.dataset.empty() ? c.dataset : (vc.in_chans == 1 ? "fashion_mnist" : "");
+    data::TransformConfig tc = data::transform_config_for(stats_from, vc.img_size, vc.in_chans);
+    data::validate(tc);
+    data::Rng rng(0);
+    image = data::build_eval_transform(tc)(raw, rng);
+    const std::vector<at::Tensor> inputs = model->attention_inputs(image.unsqueeze(0));
+    probs = model->blocks()[layer]->attn().attention_probs(inputs[layer])[0];
+  }
 
   std::filesystem::create_directories(c.output_dir);
-  AttentionMapSummary s;
   s.layer = layer;
   s.heads = H;
   s.tokens = N;

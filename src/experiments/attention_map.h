@@ -25,10 +25,15 @@ struct AttentionMapConfig {
   int64_t cls_size = 224;      // pixels per side of the class-token maps (nearest upsampling)
   int64_t matrix_scale = 0;    // pixels per token of the N x N maps; 0: largest with side <= 600
   int64_t threads = 0;
+  // Video models: the clip comes from --dataset (moving_fashion_mnist, video_list) with --index,
+  // or --image as a video file or frame folder (TimeSformer's centre test view); the maps are
+  // the spatial attention on frame `frame` of it.
+  int64_t frame = 0;
 };
 
 struct AttentionMapSummary {
   int64_t layer = 0, heads = 0, tokens = 0, grid = 0;
+  int64_t frame = -1;  // video models: the frame shown; -1 for images
   std::vector<std::string> files;  // input.png, then per head cls and full maps
   nlohmann::json to_json() const;
 };
