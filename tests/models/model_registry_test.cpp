@@ -21,12 +21,16 @@ TEST(ModelRegistry, EveryModelRunsForwardAndBackwardAtASmallInput) {
       EXPECT_EQ(vit_config(shape, o).num_tokens(), 5);
       continue;
     }
-    auto model = create_model(shape.name, o);
+    if (shape.is_video()) o.num_frames = 2;
+    auto model = create_classifier(shape.name, o);  // a TimeSformer for the video shapes
+    EXPECT_EQ(model->num_frames(), shape.is_video() ? 2 : 0);
     EXPECT_EQ(model->config().embed_dim, shape.embed_dim);
     EXPECT_EQ(model->config().depth, shape.depth);
     EXPECT_EQ(model->config().num_heads, shape.num_heads);
     EXPECT_EQ(model->config().num_tokens(), 5);
-    const at::Tensor x = torch::randn({2, shape.in_chans, o.img_size.value(), o.img_size.value()});
+    std::vector<int64_t> input = model->input_shape();
+    input.insert(input.begin(), 2);
+    const at::Tensor x = torch::randn(input);
     const at::Tensor logits = model->forward(x);
     ASSERT_EQ(logits.sizes(), (at::IntArrayRef{2, 7}));
     logits.pow(2).sum().backward();
