@@ -11,81 +11,30 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
-#include <cstdarg>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "data/ffmpeg_support.h"
 #include "util/errors.h"
 
 extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
 #include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
 }
 
 namespace sparsevit::data {
 
 namespace {
 
-constexpr int64_t kMaxSide = 8192;
+using namespace ffmpeg;  // av_error, describe, kMaxSide, the deleters (data/ffmpeg_support.h)
+
 constexpr int64_t kMaxFrames = 100000;
 std::atomic<int64_t> g_max_decoded_bytes{int64_t{1} << 32};
 
-// ---- FFmpeg's log: kept per thread (the last error-level line), never printed ----------------
-
-thread_local std::string t_last_error;
-thread_local int t_print_prefix = 1;
-
-void log_callback(void* avcl, int level, const char* fmt, va_list vl) {
-  if ((level & 0xff) > AV_LOG_ERROR) return;
-  char line[1024];
-  av_log_format_line2(avcl, level, fmt, vl, line, sizeof(line), &t_print_prefix);
-  std::string message(line);
-  for (char& ch : message)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  while (!message.empty() && message.back() == ' ') message.pop_back();
-  if (!message.empty()) t_last_error = message;
-}
-
-std::string av_error(int err) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-  if (av_strerror(err, buf, sizeof(buf)) < 0) return "error " + std::to_string(err);
-  return buf;
-}
-
-// "Invalid data found when processing input (moov atom not found)".
-std::string describe(int err) {
-  std::string text = av_error(err);
-  const std::string log = detail::take_ffmpeg_error();
-  if (!log.empty()) text += " (" + log + ")";
-  return text;
-}
-
 // ---- RAII --------------------------------------------------------------------------------------
 
-struct IoDeleter {
-  void operator()(AVIOContext* io) const {
-    av_freep(&io->buffer);  // avio may have replaced the buffer it was given
-    avio_context_free(&io);
-  }
-};
 struct InputDeleter {
   void operator()(AVFormatContext* fmt) const { avformat_close_input(&fmt); }
-};
-struct CodecDeleter {
-  void operator()(AVCodecContext* ctx) const { avcodec_free_context(&ctx); }
-};
-struct FrameDeleter {
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-struct PacketDeleter {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-};
-struct SwsDeleter {
-  void operator()(SwsContext* sws) const { sws_freeContext(sws); }
 };
 struct Fd {
   int fd = -1;
@@ -124,22 +73,8 @@ int read_packet(void* opaque, uint8_t* buf, int buf_size) {
 
 int64_t seek(void* opaque, int64_t offset, int whence) {
   auto* src = static_cast<Source*>(opaque);
-  whence &= ~AVSEEK_FORCE;
-  int64_t target;
-  switch (whence) {
-    case AVSEEK_SIZE: return src->size;
-    case SEEK_SET: target = offset; break;
-    case SEEK_CUR: target = src->pos + offset; break;
-    case SEEK_END: target = src->size + offset; break;
-    default: return AVERROR(EINVAL);
-  }
-  if (target < 0) return AVERROR(EINVAL);
-  src->pos = target;
-  return target;
+  return ffmpeg::seek_position(src->pos, src->size, offset, whence);
 }
-
-// Demuxers may not open anything but the file itself (no playlists, references, URLs).
-int refuse_io_open(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary**) { return AVERROR(EPERM); }
 
 // The opened container: the AVIO context outlives the format context (declaration order).
 struct Input {
@@ -150,22 +85,15 @@ struct Input {
 [[noreturn]] void fail(const std::string& name, const std::string& what) { throw RuntimeError(name + ": " + what); }
 
 void open_input(Input& in, Source& src, const std::string& name) {
-  detail::init_ffmpeg_logging();
-  detail::take_ffmpeg_error();
-  constexpr int kBufferSize = 1 << 16;
-  auto* buffer = static_cast<uint8_t*>(av_malloc(kBufferSize));
-  if (buffer == nullptr) fail(name, "out of memory");
-  AVIOContext* io = avio_alloc_context(buffer, kBufferSize, 0, &src, &read_packet, nullptr, &seek);
-  if (io == nullptr) {
-    av_free(buffer);
-    fail(name, "out of memory");
-  }
-  in.io.reset(io);
+  ffmpeg::init_logging();
+  ffmpeg::take_error();
+  in.io = ffmpeg::alloc_io(&src, 0, &read_packet, nullptr, &seek);
+  if (!in.io) fail(name, "out of memory");
   in.fmt.reset(avformat_alloc_context());
   if (!in.fmt) fail(name, "out of memory");
   in.fmt->pb = in.io.get();
   in.fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
-  in.fmt->io_open = &refuse_io_open;
+  in.fmt->io_open = &ffmpeg::refuse_io_open;  // the file itself only
   AVFormatContext* raw = in.fmt.release();
   // The name only guides probing by extension; every byte comes from `src`.
   const int err = avformat_open_input(&raw, name.c_str(), nullptr, nullptr);  // frees raw on failure
@@ -411,20 +339,6 @@ void check_channels(int64_t channels, const std::string& name) {
 namespace detail {
 
 void set_max_decoded_bytes(int64_t bytes) { g_max_decoded_bytes.store(bytes); }
-
-void init_ffmpeg_logging() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    av_log_set_level(AV_LOG_QUIET);
-    av_log_set_callback(&log_callback);
-  });
-}
-
-std::string take_ffmpeg_error() {
-  std::string message;
-  message.swap(t_last_error);
-  return message;
-}
 
 }  // namespace detail
 

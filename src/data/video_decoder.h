@@ -57,11 +57,6 @@ namespace detail {
 // The decoded-bytes limit per clip (default 4 GiB); the fuzzer lowers it to stay within its
 // memory limit. Process-wide.
 void set_max_decoded_bytes(int64_t bytes);
-
-// Shared with the encoder: routes FFmpeg's log to a per-thread buffer instead of stderr (once per
-// process), and returns-and-clears the last error-level message of this thread ("" if none).
-void init_ffmpeg_logging();
-std::string take_ffmpeg_error();
 }  // namespace detail
 
 }  // namespace sparsevit::data

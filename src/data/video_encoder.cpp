@@ -8,57 +8,23 @@
 #include <cstring>
 #include <memory>
 
-#include "data/video_decoder.h"
+#include "data/ffmpeg_support.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
 extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
 }
 
 namespace sparsevit::data {
 
 namespace {
 
-constexpr int64_t kMaxSide = 8192;
+using namespace ffmpeg;  // av_error, describe, kMaxSide, the deleters (data/ffmpeg_support.h)
 
-std::string av_error(int err) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-  if (av_strerror(err, buf, sizeof(buf)) < 0) return "error " + std::to_string(err);
-  return buf;
-}
-
-std::string describe(int err) {
-  std::string text = av_error(err);
-  const std::string log = detail::take_ffmpeg_error();
-  if (!log.empty()) text += " (" + log + ")";
-  return text;
-}
-
-struct IoDeleter {
-  void operator()(AVIOContext* io) const {
-    av_freep(&io->buffer);
-    avio_context_free(&io);
-  }
-};
 struct OutputDeleter {
   void operator()(AVFormatContext* fmt) const { avformat_free_context(fmt); }
-};
-struct CodecDeleter {
-  void operator()(AVCodecContext* ctx) const { avcodec_free_context(&ctx); }
-};
-struct FrameDeleter {
-  void operator()(AVFrame* frame) const { av_frame_free(&frame); }
-};
-struct PacketDeleter {
-  void operator()(AVPacket* packet) const { av_packet_free(&packet); }
-};
-struct SwsDeleter {
-  void operator()(SwsContext* sws) const { sws_freeContext(sws); }
 };
 
 // FFmpeg's output goes to the AtomicFile's temporary; muxers seek back to patch headers and
@@ -86,22 +52,8 @@ int write_packet(void* opaque, uint8_t* buf, int buf_size) {
 
 int64_t sink_seek(void* opaque, int64_t offset, int whence) {
   auto* sink = static_cast<Sink*>(opaque);
-  whence &= ~AVSEEK_FORCE;
-  int64_t target;
-  switch (whence) {
-    case AVSEEK_SIZE: return sink->size;
-    case SEEK_SET: target = offset; break;
-    case SEEK_CUR: target = sink->pos + offset; break;
-    case SEEK_END: target = sink->size + offset; break;
-    default: return AVERROR(EINVAL);
-  }
-  if (target < 0) return AVERROR(EINVAL);
-  sink->pos = target;
-  return target;
+  return ffmpeg::seek_position(sink->pos, sink->size, offset, whence);
 }
-
-// Muxers may write nothing but the one file.
-int refuse_io_open(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary**) { return AVERROR(EPERM); }
 
 // Encoders whose quality is a fixed quantiser (2: near-transparent) rather than a bitrate.
 bool uses_qscale(AVCodecID id) {
@@ -151,8 +103,8 @@ class Encoder {
   }
 
   void run() {
-    detail::init_ffmpeg_logging();
-    detail::take_ffmpeg_error();
+    ffmpeg::init_logging();
+    ffmpeg::take_error();
     const AVOutputFormat* format = av_guess_format(nullptr, path_.c_str(), nullptr);
     if (format == nullptr) usage("unknown video container for this file name's extension (.mp4, .avi, .mkv, .mov, ...)");
     if (format->flags & AVFMT_NOFILE)
@@ -203,21 +155,15 @@ class Encoder {
     AtomicFile file(path_);
     Sink sink;
     sink.file = &file;
-    constexpr int kBufferSize = 1 << 16;
-    auto* buffer = static_cast<uint8_t*>(av_malloc(kBufferSize));
-    if (buffer == nullptr) fail("out of memory");
-    std::unique_ptr<AVIOContext, IoDeleter> io(avio_alloc_context(buffer, kBufferSize, 1, &sink, nullptr, &write_packet, &sink_seek));
-    if (!io) {
-      av_free(buffer);
-      fail("out of memory");
-    }
+    auto io = ffmpeg::alloc_io(&sink, 1, nullptr, &write_packet, &sink_seek);
+    if (!io) fail("out of memory");
     AVFormatContext* raw = nullptr;
     err = avformat_alloc_output_context2(&raw, format, nullptr, path_.c_str());
     std::unique_ptr<AVFormatContext, OutputDeleter> out(raw);  // declared after `io`: freed first
     if (err < 0 || !out) fail("cannot set up the " + std::string(format->name) + " muxer: " + describe(err));
     out->pb = io.get();
     out->flags |= AVFMT_FLAG_CUSTOM_IO;
-    out->io_open = &refuse_io_open;
+    out->io_open = &ffmpeg::refuse_io_open;  // muxers write nothing but the one file
     AVStream* stream = avformat_new_stream(out.get(), nullptr);
     if (stream == nullptr) fail("out of memory");
     stream->time_base = ctx->time_base;
@@ -289,7 +235,8 @@ class Encoder {
     if (f.size(0) != 1 && f.size(0) != 3) usage("frames need 1 (gray) or 3 (RGB) channels, got " + std::to_string(f.size(0)));
     if (f.size(1) < 1 || f.size(2) < 1 || f.size(3) < 1) usage("the clip is empty");
     if (f.size(2) > kMaxSide || f.size(3) > kMaxSide)
-      usage("frames of " + std::to_string(f.size(3)) + "x" + std::to_string(f.size(2)) + " exceed 8192x8192");
+      usage("frames of " + std::to_string(f.size(3)) + "x" + std::to_string(f.size(2)) + " exceed " +
+            std::to_string(kMaxSide) + "x" + std::to_string(kMaxSide));
     if (!std::isfinite(clip.fps) || clip.fps <= 0 || clip.fps > 1000)
       usage("fps must be in (0, 1000], got " + std::to_string(clip.fps));
   }
