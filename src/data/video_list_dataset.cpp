@@ -11,17 +11,11 @@
 #include "data/image_codec.h"
 #include "data/video_decoder.h"
 #include "util/errors.h"
+#include "util/text.h"
 
 namespace sparsevit::data {
 namespace fs = std::filesystem;
 namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -9,16 +9,10 @@
 
 #include "util/did_you_mean.h"
 #include "util/errors.h"
+#include "util/text.h"
 
 namespace sparsevit::patterns {
 namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 std::optional<int64_t> parse_int(const std::string& text) {
   const std::string t = trim(text);
