@@ -1,6 +1,7 @@
-// Fixture writers shared by the data tests: temp folders, IDX / CIFAR files, gzip.
+// Fixture writers shared by the data tests: temp folders, IDX / CIFAR files, gzip, video frames.
 #pragma once
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -8,10 +9,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "data/video_clip.h"
 #include "util/errors.h"
 
 namespace sparsevit::data::testing {
@@ -49,6 +52,13 @@ inline void write_file(const std::string& path, const std::vector<uint8_t>& byte
     ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
   }
   std::fclose(f);
+}
+
+// The bytes of `bytes` (text or not) as the file `path`, its folders created.
+inline void write_string(const std::string& path, const std::string& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
 }
 
 inline std::vector<uint8_t> gzip(const std::vector<uint8_t>& data) {
@@ -93,6 +103,24 @@ inline std::vector<uint8_t> idx_labels(uint32_t n, uint32_t classes = 10, uint32
   put_be32(b, n);
   for (uint32_t i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(i % classes));
   return b;
+}
+
+// Smooth, moving uint8 [C, T, H, W] video frames within [20, 237] (no clipping in limited-range
+// YUV, so lossy codecs stay close) that vary along x and y (so crops, flips and windows differ);
+// every channel and frame differs.
+inline at::Tensor smooth_frames(int64_t channels, int64_t count, int64_t height, int64_t width) {
+  at::Tensor frames = at::empty({channels, count, height, width}, at::kByte);
+  auto a = frames.accessor<uint8_t, 4>();
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t t = 0; t < count; ++t)
+      for (int64_t y = 0; y < height; ++y)
+        for (int64_t x = 0; x < width; ++x)
+          a[c][t][y][x] = static_cast<uint8_t>(20 + (x * 90) / width + (y * 60) / height + 3 * t + 20 * c);
+  return frames;
+}
+
+inline VideoClip smooth_clip(int64_t channels, int64_t count, int64_t height, int64_t width, double fps) {
+  return VideoClip{smooth_frames(channels, count, height, width), fps};
 }
 
 // Runs fn and checks it throws E whose message contains every one of `parts`.

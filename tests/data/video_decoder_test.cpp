@@ -22,27 +22,10 @@ namespace {
 
 using testing::TempDir;
 using testing::expect_error;
+using testing::smooth_clip;
+using testing::smooth_frames;
+using testing::write_string;
 namespace fs = std::filesystem;
-
-// Smooth, moving content within [20, 237] (no clipping in limited-range YUV), so lossy codecs
-// stay close; every channel and frame differs.
-at::Tensor make_frames(int64_t channels, int64_t count, int64_t height, int64_t width) {
-  at::Tensor frames = at::empty({channels, count, height, width}, at::kByte);
-  auto a = frames.accessor<uint8_t, 4>();
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t t = 0; t < count; ++t)
-      for (int64_t y = 0; y < height; ++y)
-        for (int64_t x = 0; x < width; ++x)
-          a[c][t][y][x] = static_cast<uint8_t>(20 + (x * 90) / width + (y * 60) / height + 3 * t + 20 * c);
-  return frames;
-}
-
-VideoClip make_clip(int64_t channels, int64_t count, int64_t height, int64_t width, double fps) {
-  VideoClip clip;
-  clip.frames = make_frames(channels, count, height, width);
-  clip.fps = fps;
-  return clip;
-}
 
 double mean_abs_error(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kFloat) - b.to(at::kFloat)).abs().mean().item<double>();
@@ -53,11 +36,6 @@ std::string read_bytes(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
 }
 
 struct Pair {
@@ -73,7 +51,7 @@ TEST(VideoDecoder, LosslessCodecsRoundTripBitExactlyInGrayAndRgb) {
     for (int64_t channels : {1, 3}) {
       SCOPED_TRACE(std::string(p.codec) + p.extension + " channels " + std::to_string(channels));
       // Odd sizes: 33 x 21.
-      const VideoClip clip = make_clip(channels, 5, 21, 33, 25.0);
+      const VideoClip clip = smooth_clip(channels, 5, 21, 33, 25.0);
       const std::string path = dir / (std::string(p.codec) + std::to_string(channels) + p.extension);
       write_video_file(path, clip, p.codec);
       const VideoClip back = decode_video_file(path, channels);
@@ -93,7 +71,7 @@ TEST(VideoDecoder, LossyCodecsDecodeCloseToTheOriginal) {
     if (!has_video_encoder(p.codec)) continue;
     for (int64_t channels : {1, 3}) {
       SCOPED_TRACE(std::string(p.codec) + p.extension + " channels " + std::to_string(channels));
-      const VideoClip clip = make_clip(channels, 8, 48, 64, 30.0);
+      const VideoClip clip = smooth_clip(channels, 8, 48, 64, 30.0);
       const std::string path = dir / (std::string(p.codec) + std::to_string(channels) + p.extension);
       write_video_file(path, clip, p.codec);
       const VideoClip back = decode_video_file(path, channels);
@@ -106,7 +84,7 @@ TEST(VideoDecoder, LossyCodecsDecodeCloseToTheOriginal) {
 
 TEST(VideoDecoder, ContainerDefaultCodecAndNtscFrameRate) {
   TempDir dir;
-  const VideoClip clip = make_clip(3, 4, 32, 48, 30000.0 / 1001.0);
+  const VideoClip clip = smooth_clip(3, 4, 32, 48, 30000.0 / 1001.0);
   const std::string path = dir / "default.avi";  // AVI's default: mpeg4
   write_video_file(path, clip);
   const VideoClip back = decode_video_file(path, 3);
@@ -117,7 +95,7 @@ TEST(VideoDecoder, ContainerDefaultCodecAndNtscFrameRate) {
 
 TEST(VideoDecoder, GrayOutputOfAnRgbFileIsItsLuma) {
   TempDir dir;
-  const VideoClip clip = make_clip(3, 3, 21, 33, 25.0);
+  const VideoClip clip = smooth_clip(3, 3, 21, 33, 25.0);
   const std::string path = dir / "rgb.mkv";
   write_video_file(path, clip, "ffv1");
   const VideoClip gray = decode_video_file(path, 1);
@@ -126,7 +104,7 @@ TEST(VideoDecoder, GrayOutputOfAnRgbFileIsItsLuma) {
   const at::Tensor luma = 0.299 * f[0] + 0.587 * f[1] + 0.114 * f[2];
   EXPECT_LT((gray.frames[0].to(at::kFloat) - luma).abs().max().item<double>(), 3.0);
   // And a gray file read as RGB repeats its gray level in every channel.
-  const VideoClip g = make_clip(1, 2, 8, 8, 25.0);
+  const VideoClip g = smooth_clip(1, 2, 8, 8, 25.0);
   write_video_file(dir / "gray.mkv", g, "ffv1");
   const VideoClip rgb = decode_video_file(dir / "gray.mkv", 3);
   for (int64_t c = 0; c < 3; ++c) EXPECT_TRUE(at::equal(rgb.frames[c], g.frames[0])) << c;
@@ -138,7 +116,7 @@ TEST(VideoDecoder, BytesInMemoryDecodeLikeTheFile) {
     if (!has_video_encoder(p.codec)) continue;
     SCOPED_TRACE(p.codec);
     const std::string path = dir / (std::string("clip") + p.extension);
-    write_video_file(path, make_clip(3, 6, 24, 32, 25.0), p.codec);
+    write_video_file(path, smooth_clip(3, 6, 24, 32, 25.0), p.codec);
     const VideoClip from_file = decode_video_file(path, 3);
     const VideoClip from_bytes = decode_video_bytes(read_bytes(path), 3, "memory");
     EXPECT_TRUE(at::equal(from_file.frames, from_bytes.frames));
@@ -150,8 +128,8 @@ TEST(VideoDecoder, DecodersRunInParallelThreads) {
   // The data loader's workers decode at once; each decoder is independent and single-threaded.
   TempDir dir;
   const std::string mkv = dir / "a.mkv", mp4 = dir / "b.mp4";
-  write_video_file(mkv, make_clip(3, 6, 24, 32, 25.0), "ffv1");
-  write_video_file(mp4, make_clip(3, 6, 24, 32, 25.0), "mpeg4");
+  write_video_file(mkv, smooth_clip(3, 6, 24, 32, 25.0), "ffv1");
+  write_video_file(mp4, smooth_clip(3, 6, 24, 32, 25.0), "mpeg4");
   const at::Tensor want_mkv = decode_video_file(mkv, 3).frames, want_mp4 = decode_video_file(mp4, 3).frames;
   std::vector<std::thread> threads;
   std::vector<int> ok(4, 0);
@@ -166,14 +144,14 @@ TEST(VideoDecoder, DecodersRunInParallelThreads) {
 
 TEST(VideoDecoder, ProbeReportsSizeRateFramesAndCodec) {
   TempDir dir;
-  write_video_file(dir / "a.mp4", make_clip(3, 7, 24, 40, 30.0), "mpeg4");
+  write_video_file(dir / "a.mp4", smooth_clip(3, 7, 24, 40, 30.0), "mpeg4");
   VideoInfo info = probe_video_file(dir / "a.mp4");
   EXPECT_EQ(info.width, 40);
   EXPECT_EQ(info.height, 24);
   EXPECT_EQ(info.declared_frames, 7);
   EXPECT_NEAR(info.fps, 30.0, 1e-3);
   EXPECT_EQ(info.codec, "mpeg4");
-  write_video_file(dir / "b.mkv", make_clip(1, 3, 21, 33, 25.0), "ffv1");
+  write_video_file(dir / "b.mkv", smooth_clip(1, 3, 21, 33, 25.0), "ffv1");
   info = probe_video_file(dir / "b.mkv");
   EXPECT_EQ(info.width, 33);
   EXPECT_EQ(info.height, 21);
@@ -189,12 +167,12 @@ TEST(VideoDecoder, UnreadableFilesAreRuntimeErrorsNamingTheFile) {
   expect_error<RuntimeError>([&] { probe_video_file(missing); }, {missing, "no such file"});
 
   const std::string text = dir / "notes.mp4";
-  write_bytes(text, "these are notes, not a video\n");
+  write_string(text, "these are notes, not a video\n");
   expect_error<RuntimeError>([&] { decode_video_file(text, 3); }, {text, "not a readable video file"});
   expect_error<RuntimeError>([&] { decode_video_bytes(read_bytes(text), 3, "notes"); }, {"notes: not a readable video file"});
 
   const std::string empty = dir / "empty.avi";
-  write_bytes(empty, "");
+  write_string(empty, "");
   expect_error<RuntimeError>([&] { decode_video_file(empty, 1); }, {empty, "empty"});
 
   expect_error<RuntimeError>([&] { decode_video_file(dir.path().string(), 1); }, {dir.path().string(), "directory"});
@@ -226,7 +204,7 @@ std::string wav_bytes() {
 TEST(VideoDecoder, AudioOnlyFileHasNoVideoStream) {
   TempDir dir;
   const std::string path = dir / "tone.wav";
-  write_bytes(path, wav_bytes());
+  write_string(path, wav_bytes());
   expect_error<RuntimeError>([&] { decode_video_file(path, 3); }, {path, "no video stream"});
   expect_error<RuntimeError>([&] { probe_video_file(path); }, {path, "no video stream"});
 }
@@ -238,11 +216,11 @@ TEST(VideoDecoder, TruncatedFilesDecodeFewerFramesOrFailNamingTheFile) {
     if (!has_video_encoder(p.codec)) continue;
     SCOPED_TRACE(std::string(p.codec) + p.extension);
     const std::string full = dir / (std::string("full_") + p.codec + p.extension);
-    write_video_file(full, make_clip(3, 10, 24, 32, 25.0), p.codec);
+    write_video_file(full, smooth_clip(3, 10, 24, 32, 25.0), p.codec);
     const std::string bytes = read_bytes(full);
     for (size_t cut : {bytes.size() / 2, bytes.size() - 1, size_t{100}}) {
       const std::string path = dir / (std::string("cut_") + p.codec + std::to_string(cut) + p.extension);
-      write_bytes(path, bytes.substr(0, cut));
+      write_string(path, bytes.substr(0, cut));
       try {
         const VideoClip clip = decode_video_file(path, 3);
         EXPECT_GE(clip.frames.size(1), 1);
@@ -263,7 +241,7 @@ TEST(VideoDecoder, KnownTruncationOutcomes) {
   // error), MP4 loses its index at the end (cannot be opened), Matroska drops the cut block.
   TempDir dir;
   // Noise, so that the frames' data outweighs the headers and indexes.
-  VideoClip clip = make_clip(3, 10, 32, 48, 25.0);
+  VideoClip clip = smooth_clip(3, 10, 32, 48, 25.0);
   clip.frames = (clip.frames.to(at::kInt) * 7919 + at::arange(clip.frames.numel(), at::kInt).view_as(clip.frames) * 104729)
                     .remainder(251)
                     .to(at::kByte);
@@ -272,7 +250,7 @@ TEST(VideoDecoder, KnownTruncationOutcomes) {
     write_video_file(full, clip, codec);
     const std::string bytes = read_bytes(full);
     const std::string path = dir / name;
-    write_bytes(path, bytes.substr(0, bytes.size() / 2));
+    write_string(path, bytes.substr(0, bytes.size() / 2));
     return path;
   };
   const std::string avi = cut_in_half("cut.avi", "mjpeg");
@@ -291,7 +269,7 @@ TEST(VideoDecoder, CorruptMiddleIsACorruptVideoError) {
   // garbage, or the decoder refuses them. Never a crash; an error names the file.
   TempDir dir;
   const std::string path = dir / "corrupt.avi";
-  write_video_file(path, make_clip(3, 10, 24, 32, 25.0), "mjpeg");
+  write_video_file(path, smooth_clip(3, 10, 24, 32, 25.0), "mjpeg");
   std::string bytes = read_bytes(path);
   for (size_t i = bytes.size() / 3; i < bytes.size() * 2 / 3; ++i) bytes[i] = static_cast<char>(i * 131);
   try {
@@ -305,7 +283,7 @@ TEST(VideoDecoder, CorruptMiddleIsACorruptVideoError) {
 TEST(VideoDecoder, DecodedBytesLimitIsEnforced) {
   TempDir dir;
   const std::string path = dir / "clip.mkv";
-  write_video_file(path, make_clip(3, 4, 16, 16, 25.0), "ffv1");
+  write_video_file(path, smooth_clip(3, 4, 16, 16, 25.0), "ffv1");
   detail::set_max_decoded_bytes(3 * 16 * 16 * 2);  // two frames
   try {
     expect_error<RuntimeError>([&] { decode_video_file(path, 3); }, {path, "exceeds the limit", "after 2 frames"});
@@ -319,7 +297,7 @@ TEST(VideoDecoder, DecodedBytesLimitIsEnforced) {
 
 TEST(VideoEncoder, BadClipsContainersAndCodecsAreUsageErrors) {
   TempDir dir;
-  const VideoClip clip = make_clip(3, 2, 8, 8, 25.0);
+  const VideoClip clip = smooth_clip(3, 2, 8, 8, 25.0);
   expect_error<UsageError>([&] { write_video_file(dir / "x.unknownext", clip); }, {"x.unknownext", "container"});
   expect_error<UsageError>([&] { write_video_file(dir / "x.mkv", clip, "no_such_codec"); }, {"x.mkv", "no_such_codec"});
   expect_error<UsageError>([&] { write_video_file(dir / "x.mkv", clip, "aac"); }, {"x.mkv", "aac"});
@@ -327,7 +305,7 @@ TEST(VideoEncoder, BadClipsContainersAndCodecsAreUsageErrors) {
   VideoClip bad = clip;
   bad.frames = clip.frames.to(at::kFloat);
   expect_error<UsageError>([&] { write_video_file(dir / "x.mkv", bad, "ffv1"); }, {"x.mkv", "uint8"});
-  bad.frames = make_frames(2, 2, 8, 8);
+  bad.frames = smooth_frames(2, 2, 8, 8);
   expect_error<UsageError>([&] { write_video_file(dir / "x.mkv", bad, "ffv1"); }, {"x.mkv", "channels"});
   bad = clip;
   bad.fps = 0;
@@ -339,12 +317,12 @@ TEST(VideoEncoder, BadClipsContainersAndCodecsAreUsageErrors) {
 TEST(VideoEncoder, WritesAtomicallyAndReplacesAnOldFile) {
   TempDir dir;
   const std::string path = dir / "clip.mkv";
-  write_video_file(path, make_clip(1, 2, 8, 8, 25.0), "ffv1");
-  write_video_file(path, make_clip(1, 5, 8, 8, 25.0), "ffv1");
+  write_video_file(path, smooth_clip(1, 2, 8, 8, 25.0), "ffv1");
+  write_video_file(path, smooth_clip(1, 5, 8, 8, 25.0), "ffv1");
   EXPECT_EQ(decode_video_file(path, 1).frames.size(1), 5);
   if (has_video_encoder("libx264")) {  // 4:2:0 needs even sizes: the encoder refuses, the old file stays
     try {
-      write_video_file(dir / "clip.mp4", make_clip(3, 2, 21, 33, 25.0), "libx264");
+      write_video_file(dir / "clip.mp4", smooth_clip(3, 2, 21, 33, 25.0), "libx264");
       EXPECT_EQ(decode_video_file(dir / "clip.mp4", 3).frames.size(1), 2);
     } catch (const RuntimeError& e) {
       EXPECT_NE(std::string(e.what()).find("clip.mp4"), std::string::npos) << e.what();

@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,28 +24,11 @@ namespace {
 
 using testing::TempDir;
 using testing::expect_error;
+using testing::smooth_clip;
+using testing::write_string;
 namespace fs = std::filesystem;
 
 constexpr int64_t kHeight = 24, kWidth = 32;
-
-void write_text(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-// Smooth content in [20, 237] that moves with t and varies along x and y (so crops, flips and
-// windows differ), every channel different.
-VideoClip make_clip(int64_t channels, int64_t count, double fps = 30.0) {
-  at::Tensor frames = at::empty({channels, count, kHeight, kWidth}, at::kByte);
-  auto a = frames.accessor<uint8_t, 4>();
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t t = 0; t < count; ++t)
-      for (int64_t y = 0; y < kHeight; ++y)
-        for (int64_t x = 0; x < kWidth; ++x)
-          a[c][t][y][x] = static_cast<uint8_t>(20 + (x * 90) / kWidth + (y * 60) / kHeight + 3 * t + 20 * c);
-  return VideoClip{frames, fps};
-}
 
 // Frame k (1-based) of a frame folder: every pixel of channel c is 20 k + c.
 Image folder_frame(int64_t k, int64_t height = kHeight, int64_t width = kWidth) {
@@ -136,11 +118,11 @@ TEST(ParseVideoList, NulBytesAreUsageErrors) {
 
 TEST(VideoListPath, TrainCsvForTrainingTestCsvPreferredOverValCsvForEvaluation) {
   TempDir dir;
-  write_text(dir / "train.csv", "a 0\n");
-  write_text(dir / "val.csv", "a 0\n");
+  write_string(dir / "train.csv", "a 0\n");
+  write_string(dir / "val.csv", "a 0\n");
   EXPECT_EQ(video_list_path(dir.path().string(), true), dir / "train.csv");
   EXPECT_EQ(video_list_path(dir.path().string(), false), dir / "val.csv");
-  write_text(dir / "test.csv", "a 0\n");
+  write_string(dir / "test.csv", "a 0\n");
   EXPECT_EQ(video_list_path(dir.path().string(), false), dir / "test.csv");
 }
 
@@ -150,7 +132,7 @@ TEST(VideoListPath, AMissingListIsAUsageErrorNamingTheFolder) {
                            {dir.path().string(), "has no train.csv", "PATH LABEL"});
   expect_error<UsageError>([&] { video_list_path(dir.path().string(), false); },
                            {dir.path().string(), "has no test.csv or val.csv"});
-  write_text(dir / "test.csv", "a 0\n");  // evaluation lists do not count for training
+  write_string(dir / "test.csv", "a 0\n");  // evaluation lists do not count for training
   expect_error<UsageError>([&] { video_list_path(dir.path().string(), true); }, {"has no train.csv"});
   fs::create_directories(dir / "train.csv");  // a folder of that name is not a list
   expect_error<UsageError>([&] { video_list_path(dir.path().string(), true); }, {"has no train.csv"});
@@ -167,8 +149,8 @@ class VideoListFolder : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     if (!has_video_encoder("ffv1") || !has_video_encoder("mjpeg")) return;
-    a_ = new VideoClip(make_clip(3, 20));
-    b_ = new VideoClip(make_clip(3, 6));
+    a_ = new VideoClip(smooth_clip(3, 20, kHeight, kWidth, 30.0));
+    b_ = new VideoClip(smooth_clip(3, 6, kHeight, kWidth, 30.0));
     fs::create_directories(*dir_ / "videos");
     fs::create_directories(*dir_ / "frames/clip one");
     write_video_file(*dir_ / "videos/a.mkv", *a_, "ffv1");
@@ -176,9 +158,9 @@ class VideoListFolder : public ::testing::Test {
     // Written out of order; lexicographic order would put frame_10 before frame_2.
     for (int64_t k : {10, 2, 12, 1, 7, 3, 11, 4, 9, 5, 8, 6})
       write_png(*dir_ / ("frames/clip one/frame_" + std::to_string(k) + ".png"), folder_frame(k));
-    write_text(*dir_ / "frames/clip one/notes.txt", "not a frame\n");
-    write_text(*dir_ / "train.csv", "videos/a.mkv 0\nvideos/b.avi,2\nframes/clip one\t1\n");
-    write_text(*dir_ / "test.csv", "# path label\n\nvideos/b.avi 3\nframes/clip one 4\n");
+    write_string(*dir_ / "frames/clip one/notes.txt", "not a frame\n");
+    write_string(*dir_ / "train.csv", "videos/a.mkv 0\nvideos/b.avi,2\nframes/clip one\t1\n");
+    write_string(*dir_ / "test.csv", "# path label\n\nvideos/b.avi 3\nframes/clip one 4\n");
     ready_ = true;
   }
   static void TearDownTestSuite() {
@@ -278,12 +260,12 @@ TEST_F(VideoListFolder, FrameFoldersAreReadInNaturalOrderAtThirtyFps) {
 
 TEST_F(VideoListFolder, AListedPathThatDoesNotExistIsAUsageErrorNamingIt) {
   TempDir dir;
-  write_text(dir / "train.csv", root() + "/videos/a.mkv 0\nvideos/missing.mp4 1\nalso_missing 1\n");
+  write_string(dir / "train.csv", root() + "/videos/a.mkv 0\nvideos/missing.mp4 1\nalso_missing 1\n");
   expect_error<UsageError>([&] { VideoListDataset(dir.path().string(), true); },
                            {dir / "train.csv", "2 listed clip(s) do not exist", dir / "videos/missing.mp4"});
-  write_text(dir / "train.csv", "# nothing\n");
+  write_string(dir / "train.csv", "# nothing\n");
   expect_error<UsageError>([&] { VideoListDataset(dir.path().string(), true); }, {dir / "train.csv", "lists no clip"});
-  write_text(dir / "train.csv", "x 1 2 three\n");
+  write_string(dir / "train.csv", "x 1 2 three\n");
   expect_error<UsageError>([&] { VideoListDataset(dir.path().string(), true); }, {dir / "train.csv" + ":1:", "'three'"});
   expect_error<UsageError>([&] { VideoListDataset(dir.path().string(), false); }, {"has no test.csv or val.csv"});
 }
@@ -294,9 +276,9 @@ TEST_F(VideoListFolder, BadFrameFoldersAndUnreadableVideosAreRuntimeErrorsNaming
   write_png(dir / "sizes/frame_1.png", folder_frame(1));
   write_png(dir / "sizes/frame_2.png", folder_frame(2, 16, 16));
   fs::create_directories(dir / "empty");
-  write_text(dir / "empty/readme.txt", "no frames here\n");
-  write_text(dir / "bad.mp4", "this is not a video file at all, just some text bytes\n");
-  write_text(dir / "train.csv", "sizes 0\nempty 1\nbad.mp4 2\n");
+  write_string(dir / "empty/readme.txt", "no frames here\n");
+  write_string(dir / "bad.mp4", "this is not a video file at all, just some text bytes\n");
+  write_string(dir / "train.csv", "sizes 0\nempty 1\nbad.mp4 2\n");
   const VideoListDataset train(dir.path().string(), true);
   expect_error<RuntimeError>([&] { train.clip(0); }, {dir / "sizes/frame_2.png", "16x16", "32x24"});
   expect_error<RuntimeError>([&] { train.clip(1); }, {dir / "empty", "has no .jpg/.jpeg/.png frame"});
@@ -356,7 +338,7 @@ TEST_F(VideoListFolder, TrainSamplesFollowTheRngAndTestViewsAreDeterministic) {
   }
   // Views differ (the frame folder's frames are uniform, so a.mkv through a list of its own).
   TempDir dir;
-  write_text(dir / "test.csv", root() + "/videos/a.mkv 0\n");
+  write_string(dir / "test.csv", root() + "/videos/a.mkv 0\n");
   const VideoClipDataset a_views(std::make_shared<VideoListDataset>(dir.path().string(), false), sampling(2, 3), false);
   ASSERT_EQ(a_views.size(), 6);
   EXPECT_FALSE(at::equal(a_views.get(0).image, a_views.get(2).image));  // left vs right crop
