@@ -94,7 +94,7 @@ TEST_F(CalibrationTest, WritesTheMeanAttentionMapsAndPrunesToTheTarget) {
   // Layer 2's scores against softmax(q k^T / sqrt(d)) computed here from the checkpoint's
   // qkv weights on the same 40 images, in float64.
   const train::LoadedCheckpoint ckpt(config().resume);
-  auto model = train::load_checkpoint_model(ckpt);
+  auto model = train::load_checkpoint_vit(ckpt, "test");
   model->eval();
   torch::NoGradGuard no_grad;
   auto set = data::max_samples(data::make_dataset("mnist", (root_ / "data").string(), true), 40);

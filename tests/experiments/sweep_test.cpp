@@ -212,7 +212,7 @@ TEST_F(SweepTest, DiversityMatchesAnIndependentComputation) {
 
   // By hand: Y_h = softmax(q_h k_h^T / sqrt(16)) v_h from the last block's qkv weights, float64.
   const train::LoadedCheckpoint ckpt(d.resume);
-  auto model = train::load_checkpoint_model(ckpt);
+  auto model = train::load_checkpoint_vit(ckpt, "test");
   model->eval();
   torch::NoGradGuard no_grad;
   auto set = data::max_samples(data::make_dataset("mnist", d.data_path, false), 20);
