@@ -132,6 +132,21 @@ TEST(VideoCli, FinetuneEvalPredictAndFlopsOnMovingFashionMnist) {
   ASSERT_EQ(predict.exit_code, 0) << predict.describe();
   EXPECT_NE(predict.out.find("x.npy[1]:"), std::string::npos) << predict.describe();
 
+  // The spatial attention of frame 1 of a test clip; the masks of the spatial attention.
+  const std::string maps = (dir.path() / "maps").string();
+  const Result map = run("attention-map --resume " + quote(run_dir + "/checkpoint.pt") +
+                         " --dataset moving_fashion_mnist --index 3 --frame 1 --threads 1 --output_dir " + quote(maps));
+  ASSERT_EQ(map.exit_code, 0) << map.describe();
+  EXPECT_NE(map.out.find("\"frame\":1"), std::string::npos) << map.describe();
+  EXPECT_TRUE(fs::exists(fs::path(maps) / "input.png"));
+  EXPECT_TRUE(fs::exists(fs::path(maps) / "layer0_head3_full.png"));
+  expect_usage_error(run("attention-map --resume " + quote(run_dir + "/checkpoint.pt") +
+                         " --dataset moving_fashion_mnist --index 3 --frame 4 --output_dir " + quote(maps)),
+                     "--frame 4");
+  const Result masks = run("masks --model timesformer_nano_patch4_28 --attn-cfg configs/attention/vit_bigbird.yaml --json");
+  ASSERT_EQ(masks.exit_code, 0) << masks.describe();
+  EXPECT_EQ(nlohmann::json::parse(masks.out).at("tokens").get<int64_t>(), 50) << masks.out;
+
   const Result flops = run("flops --model timesformer_base_patch16_224 --attn-cfg configs/attention/vit_dense.yaml --json");
   ASSERT_EQ(flops.exit_code, 0) << flops.describe();
   const nlohmann::json f = nlohmann::json::parse(flops.out);
