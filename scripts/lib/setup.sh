@@ -16,7 +16,9 @@ SPARSEVIT_PACKAGES=(
 )
 # scripts/test also installs these: Debian's PyTorch reads what sparsevit writes (weights interop
 # tests) and regenerates the golden fixtures.
-SPARSEVIT_TEST_PACKAGES=(python3-torch)
+# The Python package (python/sparsevit) is tested with pytest over the same build: its
+# extension needs pybind11 and Python's headers.
+SPARSEVIT_TEST_PACKAGES=(python3-torch python3-pytest python3-pybind11 pybind11-dev python3-dev)
 
 sparsevit_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

@@ -1,0 +1,63 @@
+"""Per-layer attention patterns built by the C++ mask registry, as the operator's CSR tensors."""
+import torch
+
+from . import config as _config
+from ._library import core
+
+
+class LayerPattern:
+    """One layer's pattern: row_ptr [H, N+1] and col_idx [H, width] (int32, padding 0), and its
+    statistics (pruning_ratio over patch pairs, density over N x N, attention_gflops)."""
+
+    def __init__(self, d, heads, tokens):
+        self.row_ptr = torch.tensor(d["row_ptr"], dtype=torch.int32).view(heads, tokens + 1)
+        self.col_idx = torch.tensor(d["col_idx"], dtype=torch.int32).view(heads, d["width"])
+        self.edges = d["edges"]
+        self.pruning_ratio = d["pruning_ratio"]
+        self.density = d["density"]
+        self.attention_gflops = d["attention_gflops"]
+        self.warnings = list(d["warnings"])
+
+    def dense_mask(self):
+        """bool [H, N, N]: True where a query attends to a key."""
+        heads, n = self.row_ptr.shape[0], self.row_ptr.shape[1] - 1
+        mask = torch.zeros(heads, n, n, dtype=torch.bool)
+        for h in range(heads):
+            rp, ci = self.row_ptr[h].tolist(), self.col_idx[h].tolist()
+            for q in range(n):
+                mask[h, q, ci[rp[q]:rp[q + 1]]] = True
+        return mask
+
+
+def build_all(config, tokens, heads, layers, head_dim=64, prefix_tokens=1, overrides=()):
+    """Every layer's pattern (None for dense layers and dynamic masks), as the C++ models build
+    them for N = tokens (prefix tokens included), `heads` heads and `layers` layers."""
+    yaml, source = _config.read(config)
+    built = core().layer_patterns(yaml, source, list(overrides), tokens, prefix_tokens, heads, head_dim, layers)
+    return [None if d is None else LayerPattern(d, heads, tokens) for d in built]
+
+
+def build(config, tokens, heads, layer=0, layers=None, head_dim=64, prefix_tokens=1, overrides=()):
+    """(row_ptr, col_idx) of one layer (None for a dense layer). Layers differ by their head
+    shuffle, so `layers` (default layer + 1) must be the model's depth for schedules that use it."""
+    pattern = build_all(config, tokens, heads, layers or layer + 1, head_dim, prefix_tokens, overrides)[layer]
+    return None if pattern is None else (pattern.row_ptr, pattern.col_idx)
+
+
+def stats(config, tokens, heads, layers, head_dim=64, prefix_tokens=1, overrides=()):
+    """Pruning ratio, density and attention GFLOPs per layer and in total (dense layers count
+    as pruning 0, density 1 and N^2 pairs per head)."""
+    built = build_all(config, tokens, heads, layers, head_dim, prefix_tokens, overrides)
+    per_layer = []
+    for p in built:
+        if p is None:
+            per_layer.append({"pruning_ratio": 0.0, "density": 1.0,
+                              "attention_gflops": heads * 2.0 * head_dim * tokens * tokens / 1e9})
+        else:
+            per_layer.append({"pruning_ratio": p.pruning_ratio, "density": p.density,
+                              "attention_gflops": p.attention_gflops})
+    n = len(per_layer)
+    return {"layers": per_layer,
+            "pruning_ratio": sum(x["pruning_ratio"] for x in per_layer) / n,
+            "density": sum(x["density"] for x in per_layer) / n,
+            "attention_gflops": sum(x["attention_gflops"] for x in per_layer)}
