@@ -1,0 +1,157 @@
+"""SparseAttention and patch_model against attention written here in plain PyTorch, in float64:
+a timm-layout ViT defined in this file and torchvision's VisionTransformer, dense and sparse."""
+import os
+
+import pytest
+import torch
+from torch import nn
+
+import sparsevit
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIBO = os.path.join(ROOT, "configs", "attention", "vit_fibottention_small.yaml")
+DENSE = os.path.join(ROOT, "configs", "attention", "vit_dense.yaml")
+
+
+class Attention(nn.Module):
+    """timm's Attention; `mask` [H, N, N] (True = attend) restricts it, as a reference."""
+
+    def __init__(self, dim, num_heads, mask=None):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, dim // num_heads
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.mask = mask
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        s = (q @ k.transpose(-2, -1)) * self.head_dim ** -0.5
+        if self.mask is not None:
+            s = s.masked_fill(~self.mask, float("-inf"))
+        return self.proj((s.softmax(-1) @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyVit(nn.Module):
+    """A timm-layout ViT: 28x28x1 images, 4x4 patches -> N = 50."""
+
+    def __init__(self, dim=32, depth=3, heads=4):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(1, dim, 4, 4)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_embed = nn.Parameter(torch.randn(1, 50, dim) * 0.02)
+        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.norm, self.head = nn.LayerNorm(dim, eps=1e-6), nn.Linear(dim, 10)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1) + self.pos_embed
+        return self.head(self.norm(self.blocks(x))[:, 0])
+
+
+def masks(config, tokens, heads, depth, head_dim):
+    return [p.dense_mask() for p in sparsevit.patterns.build_all(config, tokens, heads, depth, head_dim)]
+
+
+def test_sparse_attention_module_equals_masked_attention_forward_and_gradients():
+    torch.manual_seed(0)
+    ref = Attention(32, 4).double()
+    mod = sparsevit.nn.SparseAttention(32, 4, qkv_bias=True, attn_cfg=FIBO, layer=1, num_layers=3).double()
+    mod.load_state_dict(ref.state_dict())
+    ref.mask = masks(FIBO, 50, 4, 3, 8)[1]
+    x = torch.randn(2, 50, 32, dtype=torch.float64, requires_grad=True)
+    out, expected = mod(x), ref(x)
+    assert torch.allclose(out, expected, atol=1e-12)
+    g = torch.randn_like(out)
+    for a, b in zip(torch.autograd.grad(out, [x, *mod.parameters()], g),
+                    torch.autograd.grad(expected, [x, *ref.parameters()], g)):
+        assert torch.allclose(a, b, atol=1e-10)
+    assert torch.autograd.gradcheck(lambda t: mod(t), (x[:1, :, :].detach().requires_grad_(),))
+
+
+def test_patch_model_keeps_weights_and_matches_the_masked_reference():
+    torch.manual_seed(1)
+    model = TinyVit().double().eval()
+    x = torch.randn(3, 1, 28, 28, dtype=torch.float64)
+    reference = TinyVit().double().eval()
+    reference.load_state_dict(model.state_dict())
+    for block, mask in zip(reference.blocks, masks(FIBO, 50, 4, 3, 8)):
+        block.attn.mask = mask
+    dense_out = model(x)
+    report = sparsevit.patch_model(model, FIBO)
+    assert report["layers_patched"] == 3 and report["layout"] == "timm" and report["tokens"] == 50
+    assert 0.5 < report["pruning_ratio"] < 1
+    assert isinstance(model.blocks[0].attn, sparsevit.nn.SparseAttention)
+    out = model(x)
+    assert torch.allclose(out, reference(x), atol=1e-10)
+    assert not torch.allclose(out, dense_out, atol=1e-4)  # the pattern changes the model
+
+
+def test_patch_model_with_a_dense_config_changes_nothing():
+    torch.manual_seed(2)
+    model = TinyVit().double().eval()
+    x = torch.randn(2, 1, 28, 28, dtype=torch.float64)
+    before = model(x)
+    sparsevit.patch_model(model, DENSE)
+    assert torch.allclose(model(x), before, atol=1e-12)
+
+
+def test_torchvision_vision_transformer_dense_and_sparse():
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(3)
+    make = lambda: torchvision.models.VisionTransformer(image_size=28, patch_size=4, num_layers=2, num_heads=4,
+                                                       hidden_dim=32, mlp_dim=64, num_classes=10).double().eval()
+    model, dense, reference = make(), make(), make()
+    dense.load_state_dict(model.state_dict())
+    x = torch.randn(2, 3, 28, 28, dtype=torch.float64)
+    before = model(x)
+    sparsevit.patch_model(dense, DENSE)
+    assert torch.allclose(dense(x), before, atol=1e-10)
+    # The reference: torchvision's own MultiheadAttention with the pattern as an attention mask.
+    reference.load_state_dict(model.state_dict())
+    layer_masks = masks(FIBO, 50, 4, 2, 8)
+    for layer, mask in zip(reference.encoder.layers, layer_masks):
+        mha = layer.self_attention
+        additive = torch.zeros(mask.shape, dtype=torch.float64).masked_fill(~mask, float("-inf"))
+        layer.self_attention = _MaskedMha(mha, additive)
+    report = sparsevit.patch_model(model, FIBO)
+    assert report["layout"] == "torchvision" and report["layers_patched"] == 2
+    assert torch.allclose(model(x), reference(x), atol=1e-10)
+
+
+class _MaskedMha(nn.Module):
+    def __init__(self, mha, additive):
+        super().__init__()
+        self.mha, self.additive = mha, additive
+
+    def forward(self, query, key, value, need_weights=False):
+        mask = self.additive.repeat(query.shape[0], 1, 1)  # [B * H, N, N]
+        return self.mha(query, key, value, attn_mask=mask, need_weights=False)
+
+
+def test_unsupported_backends_and_models_are_clear_errors():
+    with pytest.raises(NotImplementedError, match="performer"):
+        sparsevit.nn.SparseAttention(32, 4, attn_cfg=os.path.join(ROOT, "configs", "attention", "vit_performer.yaml"))
+    with pytest.raises(ValueError, match="no attention to replace"):
+        sparsevit.patch_model(nn.Linear(3, 3), FIBO)
+
+
+def test_a_patched_model_traces_with_torch_jit():
+    torch.manual_seed(4)
+    model = TinyVit().eval()
+    sparsevit.patch_model(model, FIBO)
+    x = torch.randn(2, 1, 28, 28)
+    traced = torch.jit.trace(model, x, check_trace=False)
+    y = torch.randn(3, 1, 28, 28)
+    assert torch.allclose(traced(y), model(y), atol=1e-5)
