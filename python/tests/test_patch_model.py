@@ -31,31 +31,48 @@ class Attention(nn.Module):
         return self.proj((s.softmax(-1) @ v).transpose(1, 2).reshape(b, n, c))
 
 
+class Mlp(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
 class Block(nn.Module):
     def __init__(self, dim, heads):
         super().__init__()
         self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.norm2, self.mlp = nn.LayerNorm(dim, eps=1e-6), Mlp(dim, 4 * dim)
 
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
         return x + self.mlp(self.norm2(x))
 
 
-class TinyVit(nn.Module):
-    """A timm-layout ViT: 28x28x1 images, 4x4 patches -> N = 50."""
-
-    def __init__(self, dim=32, depth=3, heads=4):
+class PatchEmbed(nn.Module):
+    def __init__(self, in_chans, dim, patch):
         super().__init__()
-        self.patch_embed = nn.Conv2d(1, dim, 4, 4)
-        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
-        self.pos_embed = nn.Parameter(torch.randn(1, 50, dim) * 0.02)
-        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
-        self.norm, self.head = nn.LayerNorm(dim, eps=1e-6), nn.Linear(dim, 10)
+        self.proj = nn.Conv2d(in_chans, dim, patch, patch)
 
     def forward(self, x):
-        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        return self.proj(x).flatten(2).transpose(1, 2)
+
+
+class TinyVit(nn.Module):
+    """A timm-layout ViT with timm's parameter names (default: 28x28x1 images, 4x4 patches, N = 50)."""
+
+    def __init__(self, img=28, patch=4, in_chans=1, dim=32, depth=3, heads=4, classes=10):
+        super().__init__()
+        self.patch_embed = PatchEmbed(in_chans, dim, patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_embed = nn.Parameter(torch.randn(1, (img // patch) ** 2 + 1, dim) * 0.02)
+        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.norm, self.head = nn.LayerNorm(dim, eps=1e-6), nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch_embed(x)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1) + self.pos_embed
         return self.head(self.norm(self.blocks(x))[:, 0])
 
@@ -155,3 +172,30 @@ def test_a_patched_model_traces_with_torch_jit():
     traced = torch.jit.trace(model, x, check_trace=False)
     y = torch.randn(3, 1, 28, 28)
     assert torch.allclose(traced(y), model(y), atol=1e-5)
+
+
+def test_a_patched_model_equals_the_cpp_model_on_the_same_weights(tmp_path):
+    """tests/golden/predict/vit.pth (timm names, written by PyTorch) through this file's ViT,
+    patched with the published Fibottention masks, against `sparsevit predict` on the same file."""
+    import subprocess
+    import numpy as np
+    golden = os.path.join(ROOT, "tests", "golden", "predict")
+    cfg = tmp_path / "fibo_reference.yaml"
+    cfg.write_text("attention: {backend: vit, mask: fibo, mask_kwargs: {compat: reference}, kernel: sparse}\n")
+    out = tmp_path / "logits.npy"
+    build = os.environ.get("SPARSEVIT_BUILD", os.path.join(ROOT, "build"))
+    r = subprocess.run([os.path.join(build, "sparsevit"), "predict", "--weights", os.path.join(golden, "vit.pth"),
+                        "--model", "vit_tiny_patch16_224", "--num_heads", "2", "--attn-cfg", str(cfg),
+                        "--input", os.path.join(golden, "input.npy"), "--output", str(out), "--threads", "1"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    model = TinyVit(img=16, patch=4, in_chans=3, dim=16, depth=2, heads=2, classes=5).eval()
+    model.load_state_dict(torch.load(os.path.join(golden, "vit.pth")))
+    x = torch.from_numpy(np.load(os.path.join(golden, "input.npy")))
+    with torch.no_grad():
+        assert torch.allclose(model(x), torch.from_numpy(np.load(os.path.join(golden, "logits_dense.npy"))), atol=1e-4)
+        sparsevit.patch_model(model, str(cfg))
+        patched = model(x)
+    assert torch.allclose(patched, torch.from_numpy(np.load(str(out))), atol=1e-5)
+    assert torch.allclose(patched, torch.from_numpy(np.load(os.path.join(golden, "logits_fibo_reference.npy"))),
+                          atol=1e-4)
