@@ -1,4 +1,7 @@
-"""Per-layer attention patterns built by the C++ mask registry, as the operator's CSR tensors."""
+"""Per-layer attention patterns built by the C++ mask registry, as the operator's CSR tensors,
+and new masks registered from Python."""
+import inspect
+
 import torch
 
 from . import config as _config
@@ -61,3 +64,50 @@ def stats(config, tokens, heads, layers, head_dim=64, prefix_tokens=1, overrides
             "pruning_ratio": sum(x["pruning_ratio"] for x in per_layer) / n,
             "density": sum(x["density"] for x in per_layer) / n,
             "attention_gflops": sum(x["attention_gflops"] for x in per_layer)}
+
+
+def _value(text):
+    """A kwarg as written in the YAML ("3", "0.5", "true", "[1, 2]" items) as a Python value."""
+    if isinstance(text, list):
+        return [_value(t) for t in text]
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text, text)
+
+
+def _rows(result, tokens, heads):
+    """What a mask function returned -> per head, per query row, a list of keys. Accepted: a
+    bool tensor [H, N, N], CSR tensors (row_ptr [H, N+1], col_idx [H, W]), or nested lists."""
+    if isinstance(result, torch.Tensor):
+        if result.dtype != torch.bool or tuple(result.shape) != (heads, tokens, tokens):
+            raise ValueError(f"a mask tensor must be bool [{heads}, {tokens}, {tokens}], got "
+                             f"{result.dtype} {list(result.shape)}")
+        return [[row.nonzero().flatten().tolist() for row in head] for head in result]
+    if isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result):
+        row_ptr, col_idx = (t.tolist() for t in result)
+        return [[col_idx[h][row_ptr[h][q]:row_ptr[h][q + 1]] for q in range(tokens)] for h in range(heads)]
+    return [[list(row) for row in head] for head in result]
+
+
+def register_mask(name, fn, summary="registered from Python"):
+    """Registers mask `name` for this process: configs loaded afterwards (`mask: name`, with
+    `mask_kwargs` for fn's keyword arguments), patch_model and SparseAttention build it through
+    the C++ registry, which validates the result like every pattern. `fn(tokens, heads, layer,
+    **kwargs)` returns the layer's pattern: a bool tensor [heads, tokens, tokens] (True: the query
+    attends to the key), CSR tensors (row_ptr [heads, tokens + 1], col_idx [heads, width]), or
+    per head, per query, a list of keys. Keyword arguments it accepts are the mask's kwargs
+    (YAML values arrive as int, float, bool or str)."""
+    params = inspect.signature(fn).parameters
+    kwarg_names = [n for n, p in list(params.items())[3:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def build(tokens, heads, layer, prefix_tokens, kwargs):
+        result = fn(tokens, heads, layer, **{k: _value(v) for k, v in kwargs.items()})
+        return _rows(result, tokens, heads)
+
+    core().register_mask(name, build, kwarg_names, summary)
+    # Cached patterns of an earlier mask of the same name are stale now.
+    from . import nn as _nn
+    _nn._LAYER_CACHE.clear()

@@ -1,5 +1,8 @@
 #include "patterns/mask_registry.h"
 
+#include <deque>
+#include <mutex>
+
 #include <cmath>
 #include <limits>
 
@@ -19,15 +22,50 @@ const std::vector<MaskGenerator>& mask_generators() {
   return generators;
 }
 
+namespace {
+
+// Generators registered at run time; a deque keeps references to them valid as it grows.
+std::deque<MaskGenerator>& runtime_generators() {
+  static std::deque<MaskGenerator> generators;
+  return generators;
+}
+std::mutex& runtime_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+void register_mask_generator(MaskGenerator generator) {
+  for (const auto& g : mask_generators())
+    if (g.name == generator.name) throw UsageError("mask '" + generator.name + "' is built in; choose another name");
+  if (generator.name.empty() || (!generator.dynamic && !generator.build))
+    throw UsageError("a registered mask needs a name and a build function");
+  std::lock_guard<std::mutex> lock(runtime_mutex());
+  for (auto& g : runtime_generators())
+    if (g.name == generator.name) {
+      g = std::move(generator);
+      return;
+    }
+  runtime_generators().push_back(std::move(generator));
+}
+
 std::vector<std::string> mask_names() {
   std::vector<std::string> names;
   for (const auto& g : mask_generators()) names.push_back(g.name);
+  std::lock_guard<std::mutex> lock(runtime_mutex());
+  for (const auto& g : runtime_generators()) names.push_back(g.name);
   return names;
 }
 
 const MaskGenerator& find_mask(const std::string& name) {
   for (const auto& g : mask_generators())
     if (g.name == name) return g;
+  {
+    std::lock_guard<std::mutex> lock(runtime_mutex());
+    for (const auto& g : runtime_generators())
+      if (g.name == name) return g;
+  }
   throw UsageError(unknown_name_message("mask", name, mask_names()));
 }
 

@@ -34,9 +34,13 @@ struct MaskGenerator {
   std::function<Pattern(const MaskContext&, const MaskKwargs&)> build;
 };
 
-// Every generator, in the order the docs list them.
+// Every built-in generator, in the order the docs list them.
 const std::vector<MaskGenerator>& mask_generators();
-std::vector<std::string> mask_names();
+// Adds a generator at run time (the Python package's sparsevit.patterns.register_mask): configs
+// parsed afterwards in this process may name it. A built-in name is a UsageError; registering a
+// name again replaces the earlier generator. Register before building patterns on other threads.
+void register_mask_generator(MaskGenerator generator);
+std::vector<std::string> mask_names();  // built-in, then registered at run time
 // Throws UsageError "unknown mask 'x' (did you mean 'y'?)".
 const MaskGenerator& find_mask(const std::string& name);
 // Throws UsageError naming the first kwarg the generator does not accept.

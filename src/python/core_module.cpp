@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/attention_spec.h"
+#include "patterns/mask_registry.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
 
@@ -75,6 +76,45 @@ py::list layer_patterns(const std::string& yaml, const std::string& source, cons
   return out;
 }
 
+// A mask generator backed by a Python function fn(tokens, heads, layer, prefix_tokens, kwargs)
+// returning, per head, per query row, the key indices (the package normalises what users return).
+// The function is kept for the life of the process (never released: the registry outlives the
+// interpreter's finalisation).
+void register_python_mask(const std::string& name, const py::function& fn, const std::vector<std::string>& kwarg_names,
+                          const std::string& summary) {
+  patterns::MaskGenerator g;
+  g.name = name;
+  g.summary = summary;
+  for (const auto& k : kwarg_names) g.kwargs.push_back({k, "", "(registered from Python)"});
+  auto* held = new py::function(fn);
+  g.build = [held, name](const patterns::MaskContext& ctx, const patterns::MaskKwargs& kw) {
+    py::gil_scoped_acquire gil;
+    py::object rows = (*held)(ctx.num_tokens, ctx.num_heads, ctx.layer, ctx.num_prefix_tokens, kwargs_dict(kw));
+    const auto heads = rows.cast<std::vector<std::vector<std::vector<int64_t>>>>();
+    const std::string where = "mask '" + name + "' (layer " + std::to_string(ctx.layer) + ")";
+    if (static_cast<int64_t>(heads.size()) != ctx.num_heads)
+      throw UsageError(where + ": returned " + std::to_string(heads.size()) + " heads, expected " +
+                       std::to_string(ctx.num_heads));
+    patterns::Pattern p(static_cast<int32_t>(ctx.num_tokens), static_cast<int32_t>(ctx.num_heads),
+                        static_cast<int32_t>(ctx.num_prefix_tokens));
+    for (int32_t h = 0; h < static_cast<int32_t>(ctx.num_heads); ++h) {
+      const auto& head = heads[static_cast<std::size_t>(h)];
+      if (static_cast<int64_t>(head.size()) != ctx.num_tokens)
+        throw UsageError(where + ": head " + std::to_string(h) + " has " + std::to_string(head.size()) +
+                         " rows, expected " + std::to_string(ctx.num_tokens));
+      for (const auto& row : head)
+        for (int64_t key : row)
+          if (key < 0 || key >= ctx.num_tokens)
+            throw UsageError(where + ": key " + std::to_string(key) + " outside [0, " + std::to_string(ctx.num_tokens) + ")");
+      p.set_head(h, [&head](int32_t row, std::vector<int32_t>& keys) {
+        for (int64_t key : head[static_cast<std::size_t>(row)]) keys.push_back(static_cast<int32_t>(key));
+      });
+    }
+    return p;
+  };
+  patterns::register_mask_generator(std::move(g));
+}
+
 }  // namespace
 }  // namespace sparsevit
 
@@ -86,5 +126,8 @@ PYBIND11_MODULE(_sparsevit_core, m) {
   m.def("layer_patterns", &layer_patterns, py::arg("yaml"), py::arg("source"), py::arg("overrides"), py::arg("tokens"),
         py::arg("prefix_tokens"), py::arg("heads"), py::arg("head_dim"), py::arg("layers"));
   m.def("default_yaml", [] { return config::default_attention_yaml(); });
+  m.def("register_mask", &register_python_mask, py::arg("name"), py::arg("fn"), py::arg("kwarg_names"),
+        py::arg("summary"));
+  m.def("mask_names", &patterns::mask_names);
   m.attr("torch_version") = SPARSEVIT_TORCH_VERSION;
 }
