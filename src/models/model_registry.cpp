@@ -41,13 +41,19 @@ std::shared_ptr<VisionTransformer> create_model(const std::string& name, const M
   return std::make_shared<VisionTransformer>(vit_config(shape, options));
 }
 
+int64_t num_frames(const ModelShape& shape, const ModelOptions& options) {
+  if (!shape.is_video()) return 0;
+  const int64_t frames = options.num_frames.value_or(shape.num_frames);
+  if (frames < 1) throw UsageError("num_frames must be >= 1, got " + std::to_string(frames));
+  return frames;
+}
+
 std::shared_ptr<Classifier> create_classifier(const std::string& name, const ModelOptions& options) {
   const ModelShape& shape = find_model_shape(name);
   if (!shape.is_video()) return create_model(name, options);
   TimeSformerConfig c;
   c.vit = vit_config(shape, options);
-  c.num_frames = options.num_frames.value_or(shape.num_frames);
-  if (c.num_frames < 1) throw UsageError("num_frames must be >= 1, got " + std::to_string(c.num_frames));
+  c.num_frames = num_frames(shape, options);
   c.attention_type = parse_video_attention(options.attention_type);
   c.temporal_attention = options.temporal_attention;
   return std::make_shared<TimeSformer>(c);

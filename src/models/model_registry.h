@@ -30,6 +30,8 @@ struct ModelOptions {
 VitConfig vit_config(const ModelShape& shape, const ModelOptions& options);
 // The image ViT `name`. Throws UsageError for an unknown name ("did you mean") or a video model.
 std::shared_ptr<VisionTransformer> create_model(const std::string& name, const ModelOptions& options);
+// Frames per clip a video model gets from `options` (0 for image models). UsageError below 1.
+int64_t num_frames(const ModelShape& shape, const ModelOptions& options);
 // Any registered classifier: an image ViT, or a TimeSformer for the video models.
 std::shared_ptr<Classifier> create_classifier(const std::string& name, const ModelOptions& options);
 

@@ -154,9 +154,10 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   std::shared_ptr<const data::VideoClipDataset> video_train, video_eval;
   if (video) {
     c.dataset = data::resolve_video_dataset_name(c.dataset, c.data_path);
-    const models::VitConfig frame = models::vit_config(shape, vit_model_options(c, spec));
-    const VideoSplits splits = video_splits(c, frame.in_chans, frame.img_size,
-                                            c.num_frames > 0 ? c.num_frames : shape.num_frames, !c.eval);
+    const models::ModelOptions options = vit_model_options(c, spec);
+    const models::VitConfig frame = models::vit_config(shape, options);
+    const VideoSplits splits =
+        video_splits(c, frame.in_chans, frame.img_size, models::num_frames(shape, options), !c.eval);
     video_train = splits.train;
     video_eval = splits.eval;
     train_set = splits.train;
