@@ -12,7 +12,7 @@ SPARSEVIT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libpng-dev libturbojpeg0-dev
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
-  libbox2d-dev libblosc-dev
+  libbox2d-dev libblosc-dev libzip-dev
   dataset-fashion-mnist python3
 )
 # scripts/test also installs these: Debian's PyTorch reads what sparsevit writes (weights interop

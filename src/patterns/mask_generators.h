@@ -16,6 +16,7 @@ MaskGenerator sparse_transformer_generator();
 MaskGenerator bigbird_generator();
 MaskGenerator longformer_generator();
 MaskGenerator pruning_generator();
+MaskGenerator file_generator();  // file_mask.cpp
 MaskGenerator topk_generator();
 
 // The `class_token` kwarg shared by every generator: `global` (default when the model has a

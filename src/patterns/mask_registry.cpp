@@ -17,7 +17,8 @@ namespace sparsevit::patterns {
 const std::vector<MaskGenerator>& mask_generators() {
   static const std::vector<MaskGenerator> generators = {
       fibottention_generator(), local_generator(),      random_generator(), sparse_transformer_generator(),
-      bigbird_generator(),      longformer_generator(), pruning_generator(), topk_generator(),
+      bigbird_generator(),      longformer_generator(), pruning_generator(), file_generator(),
+      topk_generator(),
   };
   return generators;
 }

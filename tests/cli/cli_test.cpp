@@ -296,7 +296,7 @@ TEST(Cli, HelpAndList) {
   EXPECT_NE(help.out.find("flops"), std::string::npos) << help.describe();
   const Result list = run("masks --list");
   ASSERT_EQ(list.exit_code, 0) << list.describe();
-  for (const char* name : {"fibo", "local", "random", "sparse_transformer", "bigbird", "longformer", "pruning", "topk"}) {
+  for (const char* name : {"fibo", "local", "random", "sparse_transformer", "bigbird", "longformer", "pruning", "file", "topk"}) {
     bool found = false;
     std::istringstream lines(list.out);
     for (std::string line; std::getline(lines, line);)

@@ -971,8 +971,8 @@ TEST(TopkMask, DynamicWithoutStaticPattern) {
 // registry
 
 TEST(MaskRegistry, ListsEveryGenerator) {
-  const std::vector<std::string> expected = {"fibo",    "local",      "random",  "sparse_transformer",
-                                             "bigbird", "longformer", "pruning", "topk"};
+  const std::vector<std::string> expected = {"fibo",       "local",   "random", "sparse_transformer", "bigbird",
+                                             "longformer", "pruning", "file",   "topk"};
   EXPECT_EQ(mask_names(), expected);
   for (const auto& g : mask_generators()) {
     EXPECT_FALSE(g.summary.empty()) << g.name;
