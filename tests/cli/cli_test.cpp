@@ -19,6 +19,7 @@
 
 #include "support/cli_runner.h"
 #include "support/synthetic_idx.h"
+#include "util/npz_file.h"
 
 namespace {
 
@@ -268,6 +269,44 @@ TEST(Cli, PruningConfigWithMissingScoresFileIsARuntimeError) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
   EXPECT_TRUE(r.out.empty()) << r.describe();
+}
+
+TEST(Cli, FileMaskReportsTheSourcePatternsPruning) {
+  // A local window |j - k| <= 1 over 17 tokens (no class token), written as CSR [H, N+1] /
+  // [H, W] the way Python's np.savez would; `mask: file` must report what `mask: local` does.
+  TempDir dir;
+  const int n = 17, heads = 2;
+  std::vector<int64_t> row_ptr, col_idx;
+  for (int h = 0; h < heads; ++h) {
+    row_ptr.push_back(0);
+    int64_t edges = 0;
+    for (int j = 0; j < n; ++j) {
+      for (int k = std::max(0, j - 1); k <= std::min(n - 1, j + 1); ++k, ++edges) col_idx.push_back(k);
+      row_ptr.push_back(edges);
+    }
+  }
+  const std::string npz = (dir.path() / "local.npz").string();
+  sparsevit::write_npz(npz,
+                       {{"row_ptr", sparsevit::make_npy_array(sparsevit::NpyDtype::kInt64, {heads, n + 1}, row_ptr)},
+                        {"col_idx", sparsevit::make_npy_array(sparsevit::NpyDtype::kInt32, {heads, 3 * n - 2}, col_idx)}},
+                       true);
+  const std::string file_yaml = dir.file("f.yaml", "attention:\n  mask: file\n  mask_kwargs:\n    pattern_file: " + npz + "\n");
+  const std::string local_yaml = dir.file("l.yaml", "attention:\n  mask: local\n  mask_kwargs:\n    window: 1\n");
+  const std::string geometry = " --tokens 17 --heads 2 --layers 3 --no-class-token";
+  const Result file = run("masks --json --attn-cfg " + quote(file_yaml) + geometry);
+  const Result local = run("masks --json --attn-cfg " + quote(local_yaml) + geometry);
+  ASSERT_EQ(file.exit_code, 0) << file.describe();
+  ASSERT_EQ(local.exit_code, 0) << local.describe();
+  const auto f = parse_json(file), l = parse_json(local);
+  expect_schema(f, 17, 2, 3);
+  EXPECT_DOUBLE_EQ(f["pruning_ratio"].get<double>(), l["pruning_ratio"].get<double>());
+  EXPECT_NEAR(f["pruning_ratio"].get<double>(), 1.0 - (3.0 * n - 2) / (n * n), 1e-12);
+  // The file does not fit another model: a runtime error naming it, on one line.
+  const Result wrong = run("masks --json --attn-cfg " + quote(file_yaml) + " --tokens 18 --heads 2 --layers 3 --no-class-token");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.describe();
+  EXPECT_EQ(wrong.stderr_lines(), 1) << wrong.describe();
+  EXPECT_NE(wrong.err.find("local.npz"), std::string::npos) << wrong.describe();
+  EXPECT_NE(wrong.err.find("N=18"), std::string::npos) << wrong.describe();
 }
 
 TEST(Cli, PruningConfigWithScoresFile) {
