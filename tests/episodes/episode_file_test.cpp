@@ -45,12 +45,12 @@ void put_u32(std::vector<uint8_t>& bytes, size_t at, uint32_t value) {
 // A file with our prefix around any header text and payload, with a correct crc32: lets a test
 // reach the checks after the checksum would have caught a random edit.
 std::vector<uint8_t> craft(const std::string& header, const std::vector<uint8_t>& payload, uint32_t version = 1) {
-  std::vector<uint8_t> bytes(16);
+  std::vector<uint8_t> bytes(16 + header.size() + payload.size());
   std::memcpy(bytes.data(), "SVEPISOD", 8);
   put_u32(bytes, 8, version);
   put_u32(bytes, 12, static_cast<uint32_t>(header.size()));
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  std::memcpy(bytes.data() + 16, header.data(), header.size());
+  if (!payload.empty()) std::memcpy(bytes.data() + 16 + header.size(), payload.data(), payload.size());
   const uint32_t crc = static_cast<uint32_t>(crc32(0L, bytes.data(), static_cast<uInt>(bytes.size())));
   bytes.resize(bytes.size() + 4);
   put_u32(bytes, bytes.size() - 4, crc);
@@ -107,7 +107,7 @@ TEST(EpisodeFile, WriteRefusesAnInconsistentSetAndKeepsTheOldFile) {
 TEST(EpisodeFile, EveryTruncationIsAnErrorNamingTheFile) {
   TempDir dir;
   const std::string path = dir.file("t.episodes");
-  write_episode_file(path, make_set({2, 3}));
+  write_episode_file(path, make_set({1, 2}, 1, 2, 2, 1));  // small: every length is tried
   const auto bytes = read_all_bytes(path);
   // Every length, so every section boundary (prefix, header, each section, checksum) is covered.
   for (size_t length = 0; length < bytes.size(); ++length) {
@@ -127,7 +127,7 @@ TEST(EpisodeFile, EveryTruncationIsAnErrorNamingTheFile) {
 TEST(EpisodeFile, EveryFlippedByteIsAnErrorAndDataFlipsAreChecksumErrors) {
   TempDir dir;
   const std::string path = dir.file("f.episodes");
-  write_episode_file(path, make_set({2, 3}));
+  write_episode_file(path, make_set({1, 2}, 1, 2, 2, 1));  // small: every byte is flipped
   const auto bytes = read_all_bytes(path);
   uint32_t header_bytes = 0;
   std::memcpy(&header_bytes, bytes.data() + 12, 4);
