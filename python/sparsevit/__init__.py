@@ -22,8 +22,8 @@ load_library()
 
 UsageError = _library.core().UsageError
 
-from . import config, nn, patterns  # noqa: E402
+from . import config, models, nn, patterns  # noqa: E402
 from .ops import sparse_attention  # noqa: E402
 from .patch import patch_model  # noqa: E402
 
-__all__ = ["config", "nn", "patterns", "patch_model", "sparse_attention", "load_library", "UsageError"]
+__all__ = ["config", "models", "nn", "patterns", "patch_model", "sparse_attention", "load_library", "UsageError"]

@@ -1,8 +1,13 @@
-"""Attention modules that run sparsevit's patterns: `SparseAttention` has timm's `Attention`
+"""Attention modules that run sparsevit's attention: `SparseAttention` has timm's `Attention`
 interface and parameter names (qkv, proj, num_heads, scale), so it drops into a timm-style ViT;
 `SparseMultiheadAttention` stands in for torch.nn.MultiheadAttention inside torchvision's
-VisionTransformer. The pattern of a layer is built by the C++ mask registry once per sequence
-length, as the C++ models build it (layer index -> head shuffle), and run by the sparse operator."""
+VisionTransformer.
+
+Static patterns of backend `vit` (configs with `mask:`) are built by the C++ mask registry once per
+sequence length, as the C++ models build them (layer index -> head shuffle), and run by the sparse
+operator. Every other backend of the zoo (dense, top-k, Linformer, Efficient Attention, Performer,
+iMHSA, Reformer) runs its C++ module (torch.classes.sparsevit.AttentionModule): the module's
+parameters live here, as nn.Parameters, and are bound to the C++ module before each forward."""
 import torch
 from torch import nn
 
@@ -24,11 +29,33 @@ def _layer_pattern(attn_cfg, overrides, tokens, heads, layers, head_dim, prefix_
     return None if p is None else (p.row_ptr, p.col_idx)
 
 
-def _check_supported(spec):
-    if spec["backend"] not in ("vit", "dense") or spec["dynamic"]:
-        raise NotImplementedError(
-            f"sparsevit.nn: backend '{spec['backend']}'{' with a dynamic mask' if spec['dynamic'] else ''} is not "
-            "available from Python yet; static patterns of backend vit are (configs with `mask:`)")
+def _uses_sparse_operator(spec):
+    """Static patterns of backend vit (and dense vit) run here through the sparse operator."""
+    return spec["backend"] == "vit" and not spec["dynamic"]
+
+
+class _CppAttentionFunction(torch.autograd.Function):
+    """y = the C++ module's forward(x) with the given parameters; backward differentiates the
+    graph the C++ forward recorded (no backend math in Python)."""
+
+    @staticmethod
+    def forward(ctx, cpp, training, x, *params):
+        cpp.bind(list(params), training)
+        with torch.enable_grad():
+            x_in = x.detach().requires_grad_(x.requires_grad)
+            out = cpp.forward(x_in)
+        ctx.graph = (out, x_in, cpp.parameters())
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, x_in, cpp_params = ctx.graph
+        inputs = ([x_in] if x_in.requires_grad else []) + cpp_params
+        # Retained: the outer graph may be differentiated again (retain_graph, gradcheck); the
+        # inner graph is freed with this node.
+        grads = list(torch.autograd.grad(out, inputs, grad, allow_unused=True, retain_graph=True))
+        grad_x = grads.pop(0) if x_in.requires_grad else None
+        return (None, None, grad_x, *grads)
 
 
 class SparseAttention(nn.Module):
@@ -36,7 +63,7 @@ class SparseAttention(nn.Module):
     config's pattern for layer `layer` of `num_layers`."""
 
     def __init__(self, dim, num_heads=8, qkv_bias=False, attn_drop=0.0, proj_drop=0.0, attn_cfg=None, layer=0,
-                 num_layers=12, num_prefix_tokens=1, overrides=()):
+                 num_layers=12, num_prefix_tokens=1, overrides=(), num_tokens=None):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim {dim} is not a multiple of num_heads {num_heads}")
@@ -49,7 +76,52 @@ class SparseAttention(nn.Module):
         self.proj_drop = nn.Dropout(proj_drop)
         self.attn_cfg, self.overrides = attn_cfg, tuple(overrides)
         self.layer, self.num_layers, self.num_prefix_tokens = layer, num_layers, num_prefix_tokens
-        _check_supported(_config.load(attn_cfg, overrides))
+        self.num_tokens = num_tokens  # the sequence length, for backends built for one (Linformer, iMHSA)
+        spec = _config.load(attn_cfg, overrides)
+        self.backend = spec["backend"]
+        self._cpp_names = []  # the C++ module's parameter names, in its order (empty: sparse operator)
+        if not _uses_sparse_operator(spec):
+            self._cpp = self._build_cpp(attn_drop, proj_drop)
+            self._cpp_names = list(self._cpp.parameter_names())
+            for name, value in zip(self._cpp_names, self._cpp.parameters()):
+                if name.split(".")[0] in ("qkv", "proj"):
+                    continue  # the nn.Linear layers above (timm's names), initialised as timm does
+                if "." in name:
+                    raise NotImplementedError(f"sparsevit.nn: nested backend parameter '{name}'")
+                self.register_parameter(name, nn.Parameter(value.detach().clone()))
+
+    def _build_cpp(self, attn_drop=None, proj_drop=None):
+        yaml, source = _config.read(self.attn_cfg)
+        geometry = [self.num_tokens or 0, self.num_prefix_tokens, self.num_heads, self.head_dim, self.num_layers]
+        attn_drop = self.attn_drop.p if attn_drop is None else attn_drop
+        proj_drop = self.proj_drop.p if proj_drop is None else proj_drop
+        # The C++ module applies proj_drop itself; this module's proj_drop must not apply it twice.
+        return torch.classes.sparsevit.AttentionModule(yaml, source, list(self.overrides), geometry, self.layer,
+                                                       self.qkv.bias is not None, float(attn_drop), float(proj_drop))
+
+    def __getstate__(self):
+        # The C++ module is rebuilt on first use (deepcopy, pickling: timm's ModelEma copies modules).
+        state = self.__dict__.copy()
+        state.pop("_cpp", None)
+        return state
+
+    def set_progress(self, progress):
+        """Training progress in [0, 1]: backends with a scheduled budget (top-k) follow it."""
+        if self._cpp_names:
+            self._cpp_module().set_progress(float(progress))
+
+    def _cpp_module(self):
+        if "_cpp" not in self.__dict__:
+            self._cpp = self._build_cpp()
+        return self._cpp
+
+    def _cpp_forward(self, x):
+        cpp = self._cpp_module()
+        params = [self.get_parameter(n) for n in self._cpp_names]
+        if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in params)):
+            return _CppAttentionFunction.apply(cpp, self.training, x, *params)
+        cpp.bind(params, self.training)
+        return cpp.forward(x)
 
     def pattern(self, tokens):
         """(row_ptr, col_idx) for a sequence of `tokens`, or None when the layer is dense."""
@@ -63,10 +135,14 @@ class SparseAttention(nn.Module):
             attn = self.attn_drop(torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1))
             return attn @ v
         if self.training and self.attn_drop.p > 0:
-            raise NotImplementedError("sparsevit.nn: attention dropout with a sparse pattern")
+            # As the C++ VitAttention: dropout of attention probabilities runs on dense attention only.
+            raise NotImplementedError("sparsevit.nn: attention dropout with a sparse pattern (attn_drop > 0 is "
+                                      "supported by dense attention only, as in the C++ models)")
         return sparse_attention(q, k, v, pattern[0], pattern[1], self.scale)
 
     def forward(self, x):
+        if self._cpp_names:
+            return self._cpp_forward(x)
         b, n, c = x.shape
         q, k, v = self.qkv(x).reshape(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         x = self.attend(q, k, v).transpose(1, 2).reshape(b, n, c)
@@ -83,3 +159,11 @@ class SparseMultiheadAttention(SparseAttention):
         if need_weights:
             raise NotImplementedError("sparsevit.nn: need_weights=True")
         return super().forward(query), None
+
+
+def set_progress(model, progress):
+    """Calls set_progress(progress) on every SparseAttention of `model` (top-k's k schedule);
+    call it each iteration with step / total_steps, as the C++ trainer does."""
+    for m in model.modules():
+        if isinstance(m, SparseAttention):
+            m.set_progress(progress)

@@ -35,6 +35,7 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
     models give layer i (the head shuffle depends on it)."""
     _config.load(attn_cfg, overrides)  # the CLI's errors before anything changes
     prefix = num_prefix_tokens if num_prefix_tokens is not None else getattr(model, "num_prefix_tokens", 1)
+    tokens = _sequence_length(model, prefix)  # Linformer / iMHSA are built for one length
     blocks = _timm_blocks(model)
     if blocks is not None:
         layout = "timm"
@@ -43,8 +44,8 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
             old = block.attn
             dim = old.qkv.in_features
             new = SparseAttention(dim, old.num_heads, qkv_bias=old.qkv.bias is not None, attn_cfg=attn_cfg, layer=i,
-                                  num_layers=depth, num_prefix_tokens=prefix, overrides=overrides)
-            new.load_state_dict({k: v for k, v in old.state_dict().items() if k.split(".")[0] in ("qkv", "proj")})
+                                  num_layers=depth, num_prefix_tokens=prefix, overrides=overrides, num_tokens=tokens)
+            _load_projections(new, {k: v for k, v in old.state_dict().items() if k.split(".")[0] in ("qkv", "proj")})
             block.attn = new.to(old.qkv.weight.dtype)
         heads, head_dim = blocks[0].attn.num_heads, blocks[0].attn.head_dim
     else:
@@ -60,21 +61,29 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
                 raise ValueError("patch_model: nn.MultiheadAttention must be batch_first with one in_proj_weight")
             new = SparseMultiheadAttention(old.embed_dim, old.num_heads, qkv_bias=old.in_proj_bias is not None,
                                            attn_cfg=attn_cfg, layer=i, num_layers=depth, num_prefix_tokens=prefix,
-                                           overrides=overrides)
+                                           overrides=overrides, num_tokens=tokens)
             state = {"qkv.weight": old.in_proj_weight, "proj.weight": old.out_proj.weight}
             if old.in_proj_bias is not None:
                 state["qkv.bias"] = old.in_proj_bias
             state["proj.bias"] = old.out_proj.bias
-            new.load_state_dict({k: v.detach() for k, v in state.items()})
+            _load_projections(new, {k: v.detach() for k, v in state.items()})
             layer.self_attention = new.to(old.in_proj_weight.dtype)
         heads, head_dim = layers[0].self_attention.num_heads, layers[0].self_attention.head_dim
-    report = {"layers_patched": depth, "layout": layout}
-    tokens = _sequence_length(model, prefix)
+    report = {"layers_patched": depth, "layout": layout, "backend": _config.load(attn_cfg, overrides)["backend"]}
     if tokens:
         stats = _patterns.stats(attn_cfg, tokens, heads, depth, head_dim, prefix, overrides)
         report.update(tokens=tokens, pruning_ratio=stats["pruning_ratio"], density=stats["density"],
                       attention_gflops=stats["attention_gflops"])
     return report
+
+
+def _load_projections(new, state):
+    """Loads qkv / proj into `new`; only a backend's own parameters (Linformer's E, F) may be
+    missing: they keep their initialisation."""
+    missing, unexpected = new.load_state_dict(state, strict=False)
+    wrong = unexpected + [k for k in missing if k.split(".")[0] in ("qkv", "proj")]
+    if wrong:
+        raise ValueError(f"patch_model: attention weights do not fit: {', '.join(wrong)}")
 
 
 def _sequence_length(model, prefix):

@@ -1,6 +1,7 @@
 """Per-layer attention patterns built by the C++ mask registry, as the operator's CSR tensors,
 and new masks registered from Python."""
 import inspect
+import json
 
 import torch
 
@@ -48,22 +49,16 @@ def build(config, tokens, heads, layer=0, layers=None, head_dim=64, prefix_token
 
 
 def stats(config, tokens, heads, layers, head_dim=64, prefix_tokens=1, overrides=()):
-    """Pruning ratio, density and attention GFLOPs per layer and in total (dense layers count
-    as pruning 0, density 1 and N^2 pairs per head)."""
-    built = build_all(config, tokens, heads, layers, head_dim, prefix_tokens, overrides)
-    per_layer = []
-    for p in built:
-        if p is None:
-            per_layer.append({"pruning_ratio": 0.0, "density": 1.0,
-                              "attention_gflops": heads * 2.0 * head_dim * tokens * tokens / 1e9})
-        else:
-            per_layer.append({"pruning_ratio": p.pruning_ratio, "density": p.density,
-                              "attention_gflops": p.attention_gflops})
-    n = len(per_layer)
-    return {"layers": per_layer,
-            "pruning_ratio": sum(x["pruning_ratio"] for x in per_layer) / n,
-            "density": sum(x["density"] for x in per_layer) / n,
-            "attention_gflops": sum(x["attention_gflops"] for x in per_layer)}
+    """`sparsevit flops`' report for any backend, as a dict: pruning_ratio (patch pairs skipped),
+    density, attention_gflops (every computed pair) and attention_gflops_patch, and per layer
+    (`layers`: pruning_ratio, density). Backends without a pattern (Linformer, Performer, ...)
+    count equivalent pairs (their attention multiply-adds / (2 * head_dim)), as the CLI does."""
+    yaml, source = _config.read(config)
+    report = json.loads(core().report_json(yaml, source, list(overrides), tokens, prefix_tokens, heads, head_dim,
+                                           layers))
+    report["layers"] = [{"pruning_ratio": l["pruning_ratio"], "density": l["density"]}
+                        for l in report.pop("layers_detail")]
+    return report
 
 
 def _value(text):

@@ -157,9 +157,10 @@ class _MaskedMha(nn.Module):
         return self.mha(query, key, value, attn_mask=mask, need_weights=False)
 
 
-def test_unsupported_backends_and_models_are_clear_errors():
-    with pytest.raises(NotImplementedError, match="performer"):
-        sparsevit.nn.SparseAttention(32, 4, attn_cfg=os.path.join(ROOT, "configs", "attention", "vit_performer.yaml"))
+def test_unsupported_options_and_models_are_clear_errors():
+    mod = sparsevit.nn.SparseAttention(32, 4, attn_drop=0.1, attn_cfg=FIBO).train()
+    with pytest.raises(NotImplementedError, match="attention dropout with a sparse pattern"):
+        mod(torch.randn(1, 50, 32))
     with pytest.raises(ValueError, match="no attention to replace"):
         sparsevit.patch_model(nn.Linear(3, 3), FIBO)
 

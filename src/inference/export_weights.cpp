@@ -1,5 +1,7 @@
 #include "inference/export_weights.h"
 
+#include <nlohmann/json.hpp>
+
 #include "models/masked_autoencoder.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
@@ -10,6 +12,22 @@
 #include "weights/weight_file.h"
 
 namespace sparsevit::inference {
+namespace {
+
+// The checkpoint's model description (model name, shape, attention config, classes, dataset):
+// what a reader needs to rebuild the model around the tensors (sparsevit.models.load in Python).
+std::map<std::string, std::string> model_metadata(const train::LoadedCheckpoint& ckpt) {
+  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json());
+  nlohmann::json description = nlohmann::json::object();
+  for (const char* key : {"model", "nb_classes", "attention_yaml", "attention_overrides", "model_shape",
+                          "temporal_attention_yaml", "mae"})
+    if (meta.contains(key)) description[key] = meta.at(key);
+  if (meta.contains("config") && meta.at("config").contains("dataset"))
+    description["dataset"] = meta.at("config").at("dataset");
+  return {{"format", "pt"}, {"sparsevit_model", description.dump()}};
+}
+
+}  // namespace
 
 ExportSummary export_checkpoint(const std::string& path, const std::string& format, const std::string& output) {
   const weights::WeightFormat target = weights::parse_weight_format_name(format);
@@ -29,7 +47,7 @@ ExportSummary export_checkpoint(const std::string& path, const std::string& form
   }
   for (const auto& [name, t] : tensors) summary.parameters += t.numel();
   summary.tensors = static_cast<int64_t>(tensors.size());
-  weights::write_weight_file(output, tensors, target);
+  weights::write_weight_file(output, tensors, target, model_metadata(ckpt));
   return summary;
 }
 

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/attention_report.h"
 #include "config/attention_spec.h"
 #include "patterns/mask_registry.h"
 #include "patterns/pattern_stats.h"
@@ -76,6 +79,15 @@ py::list layer_patterns(const std::string& yaml, const std::string& source, cons
   return out;
 }
 
+// `sparsevit flops`' report of a config at a geometry (every backend: patterns, dynamic masks,
+// and the equivalent pairs of backends without one), as JSON text.
+std::string report_json(const std::string& yaml, const std::string& source, const std::vector<std::string>& overrides,
+                        int64_t tokens, int64_t prefix_tokens, int64_t heads, int64_t head_dim, int64_t layers) {
+  const config::AttentionSpec spec = parse(yaml, source, overrides);
+  return analysis::report_to_json(analysis::attention_report(spec, {tokens, prefix_tokens, heads, head_dim, layers}))
+      .dump();
+}
+
 // A mask generator backed by a Python function fn(tokens, heads, layer, prefix_tokens, kwargs)
 // returning, per head, per query row, the key indices (the package normalises what users return).
 // The function is kept for the life of the process (never released: the registry outlives the
@@ -124,6 +136,8 @@ PYBIND11_MODULE(_sparsevit_core, m) {
   py::register_exception<UsageError>(m, "UsageError", PyExc_ValueError);
   m.def("spec", &spec_dict, py::arg("yaml"), py::arg("source"), py::arg("overrides") = std::vector<std::string>{});
   m.def("layer_patterns", &layer_patterns, py::arg("yaml"), py::arg("source"), py::arg("overrides"), py::arg("tokens"),
+        py::arg("prefix_tokens"), py::arg("heads"), py::arg("head_dim"), py::arg("layers"));
+  m.def("report_json", &report_json, py::arg("yaml"), py::arg("source"), py::arg("overrides"), py::arg("tokens"),
         py::arg("prefix_tokens"), py::arg("heads"), py::arg("head_dim"), py::arg("layers"));
   m.def("default_yaml", [] { return config::default_attention_yaml(); });
   m.def("register_mask", &register_python_mask, py::arg("name"), py::arg("fn"), py::arg("kwarg_names"),

@@ -60,9 +60,10 @@ WeightFormat parse_weight_format_name(const std::string& name) {
   throw UsageError("unknown weight format '" + name + "' (expected safetensors or pth)");
 }
 
-void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format) {
+void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format,
+                       const std::map<std::string, std::string>& metadata) {
   switch (format) {
-    case WeightFormat::safetensors: write_safetensors(path, tensors); return;
+    case WeightFormat::safetensors: write_safetensors(path, tensors, metadata); return;
     case WeightFormat::pth: write_pth(path, tensors); return;
     case WeightFormat::checkpoint:
       throw UsageError(path + ": checkpoints are written by training (train::save_checkpoint), not from bare tensors");

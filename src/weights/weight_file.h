@@ -2,6 +2,7 @@
 // torchvision) or sparsevit's own checkpoint, told apart by their first bytes, not their names.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "train/named_tensors.h"
@@ -26,7 +27,9 @@ train::NamedTensors read_weight_file(const std::string& path);
 // train::save_checkpoint, which needs more than tensors.
 WeightFormat parse_weight_format_name(const std::string& name);
 
-// UsageError for WeightFormat::checkpoint.
-void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format);
+// UsageError for WeightFormat::checkpoint. `metadata` goes to safetensors' "__metadata__" (a .pth
+// holds tensors only, as timm's state dicts do).
+void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format,
+                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace sparsevit::weights
