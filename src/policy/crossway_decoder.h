@@ -1,0 +1,80 @@
+// Crossway Diffusion's image state decoder (Li et al., ICRA 2024; LostXine/crossway_diffusion,
+// model/diffusion/conditional_unet1d.py, ConditionalUnet1DwDecType{C,D}): reconstructs each
+// observation image from a per-observation-step feature vector, as an auxiliary loss that makes
+// the denoiser's representation carry the observed state.
+//
+// Per observation step the feature is projected to decode_dims.back() channels (`proj`), laid
+// out as a decode_resolution x decode_resolution grid, tiled to H / 2^U x W / 2^U
+// (U = decode_dims.size() - 1 upsamplings), then each of U levels concatenates a fixed
+// sin/cos positional grid (decode_pe_dim channels) and runs ResidualBlock2D x 2 + Upsample2d
+// (`blocks.i`); `final_conv` is Conv2dBlock (8 groups, as the original) + a 1x1 conv to the
+// image channels.
+//
+// Two inputs, both the original's:
+//   kUnetMid      (type C, what the paper describes): the U-Net's features after its mid
+//                 modules [B, mid_dim, T'], split 'b (t c) h -> (b t) c h' into the n_obs_steps
+//                 observation steps, T' = decode_resolution^2 positions as the grid's pixels;
+//                 proj = Linear(mid_dim / n_obs_steps, D) + Mish per pixel.
+//   kObsFeatures  (type D, what the released configs select, `decode_ver: d`): the observation
+//                 features (the U-Net's global_cond) [B, n_obs_steps * F];
+//                 proj = Linear(F, D) + ReLU, one vector repeated over the grid.
+// Parameter names vs a Crossway checkpoint: `decs.image.*` -> `blocks.*`,
+// `decs.image_final.*` -> `final_conv.*`, `proj.image.*` (C) or `mid_proj.*` (D) -> `proj.*`.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
+
+#include <vector>
+
+namespace sparsevit::policy {
+
+enum class CrosswayInput { kUnetMid, kObsFeatures };
+
+struct CrosswayDecoderOptions {
+  CrosswayInput input = CrosswayInput::kUnetMid;
+  // kUnetMid: the U-Net's mid_dim; kObsFeatures: global_cond_dim (n_obs_steps * F).
+  int64_t feature_dim = 2048;
+  int64_t n_obs_steps = 2;
+  std::vector<int64_t> decode_dims = {128, 256};  // config/pusht/typed.yaml
+  int64_t decode_pe_dim = 64;                     // a multiple of 4
+  int64_t decode_resolution = 2;
+  int64_t image_channels = 3, image_height = 96, image_width = 96;
+  int64_t kernel_size = 5, n_groups = 8;
+  double loss_weight = 0.1;  // `dec_loss_weight` of the released configs
+};
+
+// The decoder's fixed positional grid: for i < dim / 4, sin and cos of 2^i * pi * y and
+// 2^i * pi * x over linspace(-1, 1) rows / columns -> [batch, dim, height, width] (the
+// original's generate_positional_embedding: all sines [y_0, x_0, y_1, x_1, ...], then cosines).
+at::Tensor crossway_positional_grid(int64_t batch, int64_t dim, int64_t height, int64_t width,
+                                    const at::TensorOptions& options);
+
+class CrosswayDecoder : public torch::nn::Module {
+ public:
+  explicit CrosswayDecoder(CrosswayDecoderOptions options);
+
+  // kUnetMid: features [B, feature_dim, decode_resolution^2]; kObsFeatures: [B, feature_dim].
+  // -> reconstructions [B * n_obs_steps, image_channels, H', W'], batch-major
+  // (b0 step0, b0 step1, ...), H' = image_height rounded down to a multiple of 2^U.
+  at::Tensor forward(const at::Tensor& features);
+  // loss_weight * mean squared error against target images of the reconstruction's shape
+  // (the observation images as the encoder sees them, [B * n_obs_steps, C, H', W']).
+  at::Tensor loss(const at::Tensor& reconstruction, const at::Tensor& target) const;
+
+  const CrosswayDecoderOptions& options() const { return options_; }
+
+ private:
+  at::Tensor grid_features(const at::Tensor& features);  // -> [B * n_obs_steps, D, h0, w0]
+
+  CrosswayDecoderOptions options_;
+  int64_t height0_, width0_;  // the grid before the first upsampling
+  torch::nn::Sequential proj_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  std::vector<torch::nn::Sequential> levels_;
+  torch::nn::Sequential final_conv_{nullptr};
+};
+
+}  // namespace sparsevit::policy
