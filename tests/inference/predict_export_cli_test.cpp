@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
 #include "data/image_codec.h"
 #include "support/cli_runner.h"
 #include "util/npy_file.h"
+#include "weights/safetensors_file.h"
 #include "weights/weight_file.h"
 
 namespace sparsevit {
@@ -45,6 +48,13 @@ TEST(PredictExportCli, ExportedWeightsPredictLikeTheCheckpoint) {
   }
   const train::NamedTensors exported = weights::read_weight_file(run_dir + "/model.safetensors");
   EXPECT_EQ(exported.front().first, "cls_token");
+  // The model's description rides in the safetensors metadata (sparsevit.models.load rebuilds it).
+  const auto metadata = weights::read_safetensors(run_dir + "/model.safetensors").metadata;
+  ASSERT_EQ(metadata.count("sparsevit_model"), 1u);
+  const auto description = nlohmann::json::parse(metadata.at("sparsevit_model"));
+  EXPECT_EQ(description.at("model"), "vit_nano_patch4_28");
+  EXPECT_TRUE(description.at("model_shape").at("global_pool").get<bool>());
+  EXPECT_NE(description.at("attention_yaml").get<std::string>().find("fibo"), std::string::npos);
   for (const auto& [name, t] : exported) EXPECT_EQ(name.find("row_ptr"), std::string::npos) << "buffers are not exported";
 
   // The same inputs through the checkpoint and through each exported file.
