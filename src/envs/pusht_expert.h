@@ -11,13 +11,13 @@ namespace sparsevit::envs {
 
 struct PushTExpertConfig {
   // Pixels of position error worth one radian of angle error in the push choice.
-  double angle_weight = 60.0;
+  double angle_weight = 80.0;
   // Gap kept between the agent and the block while going around it (px).
-  double clearance = 6.0;
+  double clearance = 4.0;
   // The longest push commanded at once (px).
-  double max_push = 40.0;
+  double max_push = 60.0;
   // Keep the current contact while its score is at least this share of the best one.
-  double hysteresis = 0.6;
+  double hysteresis = 0.5;
 };
 
 class PushTExpert {
