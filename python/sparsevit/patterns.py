@@ -106,3 +106,39 @@ def register_mask(name, fn, summary="registered from Python"):
     # Cached patterns of an earlier mask of the same name are stale now.
     from . import nn as _nn
     _nn._LAYER_CACHE.clear()
+
+
+def save_file(path, layers):
+    """Writes per-layer, per-head patterns as the `.npz` that `mask: file` reads
+    (`mask_kwargs: {pattern_file: path}`), so `sparsevit finetune` trains a mask designed here.
+    `layers`: a list with one entry per layer (or a single entry for every layer), each a
+    LayerPattern, CSR tensors (row_ptr [H, N+1], col_idx [H, W]), a bool tensor [H, N, N], or
+    per head, per query, a list of keys. The C++ reader validates the file like every pattern."""
+    import numpy as np
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise ValueError("save_file: layers must be a non-empty list, one pattern per layer")
+    rows = []
+    for layer in layers:
+        if isinstance(layer, LayerPattern):
+            layer = (layer.row_ptr, layer.col_idx)
+        if isinstance(layer, torch.Tensor):
+            heads, tokens = layer.shape[0], layer.shape[1]
+        elif isinstance(layer, tuple) and len(layer) == 2:
+            heads, tokens = layer[0].shape[0], layer[0].shape[1] - 1
+        else:
+            heads, tokens = len(layer), len(layer[0])
+        rows.append(_rows(layer, tokens, heads))
+    shapes = {(len(r), len(r[0])) for r in rows}
+    if len(shapes) != 1:
+        raise ValueError(f"save_file: every layer needs the same heads and tokens, got {sorted(shapes)}")
+    heads, tokens = shapes.pop()
+    width = max(sum(len(q) for q in head) for layer in rows for head in layer)
+    row_ptr = np.zeros((len(rows), heads, tokens + 1), dtype=np.int32)
+    col_idx = np.zeros((len(rows), heads, width), dtype=np.int32)
+    for l, layer in enumerate(rows):
+        for h, head in enumerate(layer):
+            keys = [k for q in head for k in sorted(q)]
+            row_ptr[l, h, 1:] = np.cumsum([len(q) for q in head])
+            col_idx[l, h, :len(keys)] = keys
+    with open(path, "wb") as f:  # np.savez on a path would append ".npz" to other names
+        np.savez(f, row_ptr=row_ptr, col_idx=col_idx)
