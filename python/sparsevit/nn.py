@@ -116,6 +116,9 @@ class SparseAttention(nn.Module):
         return self._cpp
 
     def _cpp_forward(self, x):
+        if torch.jit.is_tracing():
+            raise NotImplementedError(f"sparsevit.nn: torch.jit.trace of backend '{self.backend}' (a C++ module) is "
+                                      "not supported; static patterns of backend vit trace")
         cpp = self._cpp_module()
         params = [self.get_parameter(n) for n in self._cpp_names]
         if torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in params)):

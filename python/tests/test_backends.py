@@ -114,3 +114,9 @@ def test_patched_linformer_equals_the_cpp_model_on_the_same_weights(tmp_path):
     assert r.returncode == 0, r.stderr
     with torch.no_grad():
         assert torch.allclose(model(x), torch.from_numpy(np.load(out)), atol=1e-5)
+
+
+def test_tracing_a_cpp_backend_is_a_clear_error():
+    mod = attention("vit_linformer").eval()
+    with pytest.raises(NotImplementedError, match="torch.jit.trace of backend 'linformer'"):
+        torch.jit.trace(mod, torch.randn(1, 17, 16), check_trace=False)
