@@ -90,8 +90,9 @@ TEST(ConditionalUnet1D, OverfitsOneNoisyTarget) {
     adam.step();
     (i == 0 ? first : last) = loss.item<double>();
   }
-  EXPECT_GT(first, 0.5);          // unit-variance target, untrained model
-  EXPECT_LT(last, first / 20.0);  // measured: about 1/100 after 60 steps
+  EXPECT_GT(first, 0.5);  // unit-variance target, untrained model
+  // Measured 1.31 -> 0.027 (1/50) in 60 steps; 1/20 leaves room for other BLAS / thread counts.
+  EXPECT_LT(last, first / 20.0) << first << " -> " << last;
 }
 
 TEST(ConditionalUnet1D, RejectsBadShapes) {
