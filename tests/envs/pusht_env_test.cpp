@@ -164,6 +164,35 @@ TEST(PushTEnv, CoverageIsOneAtTheGoalAndZeroFarAway) {
   EXPECT_NEAR(tee_coverage({down.x, down.y, kPushTGoal.angle}, kPushTGoal), kept / 6300.0, 1e-12);
 }
 
+// Independent of the clipper: count a 0.2 px grid of points inside both Ts (point-in-rectangle
+// in each T's body frame).
+double grid_coverage(const Pose2& block, const Pose2& goal) {
+  auto inside_tee = [](const Pose2& pose, Point2 world) {
+    const Point2 p = to_local(pose, world);
+    const bool bar = p.x >= -60 && p.x <= 60 && p.y >= 0 && p.y <= 30;
+    const bool stem = p.x >= -15 && p.x <= 15 && p.y >= 30 && p.y <= 120;
+    return bar || stem;
+  };
+  const double h = 0.2;
+  long both = 0, in_goal = 0;
+  for (double x = goal.x - 125; x < goal.x + 125; x += h)
+    for (double y = goal.y - 125; y < goal.y + 125; y += h) {
+      if (!inside_tee(goal, {x, y})) continue;
+      ++in_goal;
+      both += inside_tee(block, {x, y}) ? 1 : 0;
+    }
+  return static_cast<double>(both) / in_goal;
+}
+
+TEST(PushTEnv, CoverageMatchesAGridCountAtArbitraryPoses) {
+  const Pose2 poses[] = {{270, 250, 0.9}, {240, 280, 0.3}, {256, 230, -2.0}, {300, 300, 0.785}};
+  for (const Pose2& pose : poses) {
+    const double exact = tee_coverage(pose, kPushTGoal);
+    EXPECT_GT(exact, 0.0);
+    EXPECT_NEAR(exact, grid_coverage(pose, kPushTGoal), 2e-3) << pose.x << " " << pose.y << " " << pose.angle;
+  }
+}
+
 TEST(PushTEnv, RewardDoneAndSuccessSemantics) {
   PushTEnv env;
   // At the goal with the agent away: success on the first step.
