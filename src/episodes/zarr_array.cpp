@@ -211,25 +211,28 @@ std::string value_text(Src v) {
     return std::to_string(static_cast<int64_t>(v));
 }
 
-// The part of one chunk that lies inside the array, C order: `rows` (every index of the leading
-// dims inside the chunk's extent) times a run of `run` contiguous elements along the last dim.
+// The part of one chunk that lies inside the array, C order: every index of the dims before
+// `run_dim` inside the chunk's extent, times one contiguous run. Trailing dims whose chunk spans
+// the whole array dim have the same layout in chunk and array, so the run covers them all
+// (PushT's images: one run per chunk instead of one per pixel).
 struct ChunkCopy {
   std::vector<int64_t> extent;        // elements of the chunk inside the array, per dim
   std::vector<int64_t> chunk_stride;  // element strides inside the (full) chunk
   std::vector<int64_t> array_stride;  // element strides in the array
+  size_t run_dim = 0;                 // dims from here on form one contiguous run
   int64_t array_offset = 0;           // the chunk's first element in the array
 };
 
 template <typename Src, typename Dst>
 void copy_chunk(const uint8_t* chunk, const ChunkCopy& copy, Dst* out, const std::string& where) {
-  const size_t dims = copy.extent.size();
   for (int64_t e : copy.extent)
     if (e == 0) return;
-  const int64_t run = copy.extent[dims - 1];
-  std::vector<int64_t> counter(dims - 1, 0);
+  const size_t outer = copy.run_dim;
+  const int64_t run = copy.extent[outer] * copy.chunk_stride[outer];
+  std::vector<int64_t> counter(outer, 0);
   while (true) {
     int64_t src = 0, dst = copy.array_offset;
-    for (size_t d = 0; d + 1 < dims; ++d) {
+    for (size_t d = 0; d < outer; ++d) {
       src += counter[d] * copy.chunk_stride[d];
       dst += counter[d] * copy.array_stride[d];
     }
@@ -240,15 +243,14 @@ void copy_chunk(const uint8_t* chunk, const ChunkCopy& copy, Dst* out, const std
         fail(where, "element " + std::to_string(dst + i) + " = " + value_text(value) + " cannot be read as " +
                         Convert<Dst>::kWhat);
     }
-    // Next index of the leading dims (odometer, last leading dim fastest).
-    size_t d = dims - 1;
-    while (d > 0) {
+    // Next index of the outer dims (odometer, last outer dim fastest).
+    size_t d = outer;
+    while (true) {
+      if (d == 0) return;
       --d;
       if (++counter[d] < copy.extent[d]) break;
       counter[d] = 0;
-      if (d == 0) return;
     }
-    if (dims == 1) return;
   }
 }
 
@@ -394,6 +396,8 @@ std::vector<Dst> ZarrArray::read_all() const {
       copy.array_stride[d] = copy.array_stride[d + 1] * meta_.shape[d + 1];
     }
   }
+  copy.run_dim = dims - 1;
+  while (copy.run_dim > 0 && meta_.chunks[copy.run_dim] == meta_.shape[copy.run_dim]) --copy.run_dim;
   std::vector<int64_t> index(dims, 0);
   while (true) {
     copy.array_offset = 0;

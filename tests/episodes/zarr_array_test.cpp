@@ -72,6 +72,20 @@ TEST(ZarrArray, EveryCompressorRoundTripsMultiChunkArraysWithPartialEdges) {
   }
 }
 
+// Contiguous runs: chunks spanning whole trailing dims (one run per chunk), chunks larger than
+// the array, and a middle dim split while the last is whole.
+TEST(ZarrArray, ChunkLayoutsAgainstTheArrayAllReadTheSameValues) {
+  TempDir dir;
+  const std::vector<float> values = ramp(4 * 3 * 5);
+  const std::vector<std::vector<int64_t>> layouts = {{4, 3, 5}, {1, 3, 5}, {3, 3, 5}, {2, 2, 5}, {3, 3, 7},
+                                                     {8, 8, 8}, {1, 1, 1}, {4, 2, 4}, {5, 3, 5}};
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const std::string path = dir.file("l" + std::to_string(i));
+    write_zarr_array(path, {4, 3, 5}, layouts[i], "<f4", values);
+    EXPECT_EQ(ZarrArray(path).read_float32(), values) << "chunks " << testing::json_list(layouts[i]);
+  }
+}
+
 TEST(ZarrArray, NestedSeparatorReadsChunksFromFolders) {
   TempDir dir;
   ZarrWriteOptions options;
