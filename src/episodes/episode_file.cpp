@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -121,6 +122,9 @@ void write_episode_file(const std::string& path, const EpisodeSet& set) {
 }
 
 EpisodeSet read_episode_file(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    corrupt(path, "is a folder, not an episode file (a zarr store is read by read_zarr_replay_buffer)");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) corrupt(path, std::string("cannot open: ") + std::strerror(errno));
   const auto end = in.tellg();

@@ -147,6 +147,7 @@ TEST(EpisodeFile, ForeignMissingAndOtherVersionsAreRefused) {
   TempDir dir;
   const std::string path = dir.file("x.episodes");
   EXPECT_NE(read_error(path).find("cannot open"), std::string::npos);
+  EXPECT_NE(read_error(dir.path()).find("is a folder"), std::string::npos);
   write_all_bytes(path, {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   EXPECT_NE(read_error(path).find("bad magic"), std::string::npos) << read_error(path);
   write_all_bytes(path, craft(kHeaderOneStep, one_step_payload(1, 2.5f), /*version=*/2));
