@@ -93,7 +93,12 @@ void write_episode_file(const std::string& path, const EpisodeSet& set) {
                            {"image_channels", EpisodeSet::kImageChannels},
                            {"state_dim", set.state_dim},
                            {"action_dim", set.action_dim}};
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::type_error&) {  // the only string in it: the task name
+    throw UsageError(path + ": the task name is not valid UTF-8");
+  }
   // Spaces (JSON whitespace) up to a multiple of 8: every section starts 8-byte aligned.
   text.append((8 - text.size() % 8) % 8, ' ');
   if (text.size() > kMaxHeaderBytes) throw UsageError(path + ": the task name makes the episode file header too long");

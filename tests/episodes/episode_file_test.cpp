@@ -102,6 +102,10 @@ TEST(EpisodeFile, WriteRefusesAnInconsistentSetAndKeepsTheOldFile) {
   EXPECT_THROW(write_episode_file(dir.file("d.episodes"), bad), UsageError);
   expect_same(read_episode_file(dir.file("d.episodes")), good);
   EXPECT_THROW(write_episode_file(dir.file("missing/dir/e.episodes"), good), RuntimeError);
+  EpisodeSet bad_task = good;
+  bad_task.task = "push\xff";
+  EXPECT_THROW(write_episode_file(dir.file("d.episodes"), bad_task), UsageError);
+  expect_same(read_episode_file(dir.file("d.episodes")), good);
 }
 
 TEST(EpisodeFile, EveryTruncationIsAnErrorNamingTheFile) {
