@@ -93,24 +93,24 @@ std::vector<bool> complement(const std::vector<bool>& mask) {
 }
 
 void copy_window(const EpisodeSet& set, const SequenceWindow& w, int64_t horizon, float* state, float* action,
-                 uint8_t* images) {
+                 uint8_t* images, int64_t image_steps) {
   if (w.buffer_start < 0 || w.buffer_end <= w.buffer_start || w.buffer_end > set.steps() || w.sample_start < 0 ||
       w.sample_end > horizon || w.sample_end - w.sample_start != w.buffer_end - w.buffer_start)
     throw UsageError("sequence sampler: window [" + std::to_string(w.buffer_start) + ", " + std::to_string(w.buffer_end) +
                      ") -> [" + std::to_string(w.sample_start) + ", " + std::to_string(w.sample_end) +
                      ") does not fit a set of " + std::to_string(set.steps()) + " steps and horizon " +
                      std::to_string(horizon));
-  const auto copy_rows = [&](const auto* source, auto* target, int64_t row) {
+  const auto copy_rows = [&](const auto* source, auto* target, int64_t row, int64_t rows) {
     if (target == nullptr || row == 0) return;
-    for (int64_t t = 0; t < horizon; ++t) {
+    for (int64_t t = 0; t < rows; ++t) {
       // Before the window's data: its first step; after it: its last (DP's edge padding).
       const int64_t step = w.buffer_start + std::clamp<int64_t>(t - w.sample_start, 0, w.buffer_end - w.buffer_start - 1);
       std::memcpy(target + t * row, source + step * row, static_cast<size_t>(row) * sizeof(*source));
     }
   };
-  copy_rows(set.state.data(), state, set.state_dim);
-  copy_rows(set.action.data(), action, set.action_dim);
-  copy_rows(set.images.data(), images, set.image_bytes());
+  copy_rows(set.state.data(), state, set.state_dim, horizon);
+  copy_rows(set.action.data(), action, set.action_dim, horizon);
+  copy_rows(set.images.data(), images, set.image_bytes(), image_steps < 0 ? horizon : std::min(image_steps, horizon));
 }
 
 SequenceSampler::SequenceSampler(const EpisodeSet& set, int64_t horizon, int64_t pad_before, int64_t pad_after,
@@ -118,11 +118,11 @@ SequenceSampler::SequenceSampler(const EpisodeSet& set, int64_t horizon, int64_t
     : set_(&set), horizon_(horizon), windows_(create_sequence_windows(set.episode_ends, horizon, pad_before, pad_after,
                                                                       episode_mask)) {}
 
-void SequenceSampler::sample(int64_t index, float* state, float* action, uint8_t* images) const {
+void SequenceSampler::sample(int64_t index, float* state, float* action, uint8_t* images, int64_t image_steps) const {
   if (index < 0 || index >= size())
     throw UsageError("sequence sampler: window " + std::to_string(index) + " out of range [0, " +
                      std::to_string(size()) + ")");
-  copy_window(*set_, windows_[static_cast<size_t>(index)], horizon_, state, action, images);
+  copy_window(*set_, windows_[static_cast<size_t>(index)], horizon_, state, action, images, image_steps);
 }
 
 }  // namespace sparsevit::episodes

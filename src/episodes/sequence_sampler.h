@@ -42,9 +42,11 @@ std::vector<bool> complement(const std::vector<bool>& mask);
 
 // Copies one window's rows into caller buffers of horizon x row size (state: state_dim floats,
 // action: action_dim floats, images: H*W*3 bytes per step), padding as described above. A null
-// pointer skips that array. UsageError for a window outside the set or not of length `horizon`.
+// pointer skips that array. `image_steps` >= 0 copies only the first min(image_steps, horizon)
+// images, into a buffer of that many rows: the policy sees n_obs_steps frames of a 16-step
+// window (DP's key_first_k). UsageError for a window outside the set or not of length `horizon`.
 void copy_window(const EpisodeSet& set, const SequenceWindow& window, int64_t horizon, float* state, float* action,
-                 uint8_t* images);
+                 uint8_t* images, int64_t image_steps = -1);
 
 // The windows of one set (which must outlive the sampler) and their copies.
 class SequenceSampler {
@@ -56,7 +58,7 @@ class SequenceSampler {
   int64_t horizon() const { return horizon_; }
   const std::vector<SequenceWindow>& windows() const { return windows_; }
   // Window `index` (UsageError when out of range) into buffers as for copy_window.
-  void sample(int64_t index, float* state, float* action, uint8_t* images) const;
+  void sample(int64_t index, float* state, float* action, uint8_t* images, int64_t image_steps = -1) const;
 
  private:
   const EpisodeSet* set_;

@@ -73,6 +73,19 @@ TEST(SequenceSampler, CopiesWindowsWithEdgePadding) {
   EXPECT_EQ(steps_of(6), (std::vector<int64_t>{5, 5, 6, 7}));  // padding stays inside episode 1
   EXPECT_THROW(steps_of(17), UsageError);
 
+  // Only the first image_steps images (DP's key_first_k): the buffer holds just those rows.
+  std::vector<uint8_t> first_two(2 * set.image_bytes() + 1, 0xEE);
+  sampler.sample(0, nullptr, nullptr, first_two.data(), 2);
+  EXPECT_EQ(first_two.back(), 0xEE);  // nothing written past two rows
+  for (int64_t b = 0; b < set.image_bytes(); ++b) {
+    EXPECT_EQ(first_two[b], set.images[b]);                     // padded: step 0
+    EXPECT_EQ(first_two[set.image_bytes() + b], set.images[b]);  // step 0
+  }
+  std::vector<uint8_t> all(4 * set.image_bytes()), capped(4 * set.image_bytes());
+  sampler.sample(3, nullptr, nullptr, all.data());
+  sampler.sample(3, nullptr, nullptr, capped.data(), 99);  // more than the horizon: all of it
+  EXPECT_EQ(capped, all);
+
   // Null buffers are skipped.
   std::vector<float> action(4);
   sampler.sample(11, nullptr, action.data(), nullptr);
