@@ -25,7 +25,7 @@ constexpr int64_t kMaxMetadataBytes = 1 << 20;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw RuntimeError(where + ": " + what); }
 
-// Whole small file; `limit` guards against reading something that is not what it claims to be.
+// The first `size` bytes of a file whose size the caller has checked against a bound (stat).
 std::vector<uint8_t> read_bytes(const std::string& path, int64_t size, const std::string& where) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(where, "cannot open " + path + ": " + std::strerror(errno));
