@@ -49,6 +49,9 @@ struct Batch {
   at::Tensor images;             // [B, C, H, W] (float32 from the pipelines; the transform's dtype)
   at::Tensor labels;             // int64 [B]
   std::vector<int64_t> indices;  // dataset indices of the B samples
+  // Pipeline-specific tensors of the same B samples beside the images (the diffusion policy's
+  // agent positions and action chunks); empty for classification.
+  std::map<std::string, at::Tensor> extras;
 };
 
 // What the training engine consumes: epochs of batches. DataLoader is the one for datasets;

@@ -17,6 +17,12 @@ const std::vector<ModelShape>& model_shapes() {
       {"vit_tiny_patch2_28", 28, 2, 1, 192, 12, 3, 1, 10, "ViT-Ti for 28x28 images: 196 patches + class = N 197"},
       {"vit_nano_patch2_28", 28, 2, 1, 64, 4, 4, 1, 10, "4-layer, 4-head, dim-64 ViT for 28x28 images (N 197)"},
       {"vit_nano_patch4_28", 28, 4, 1, 64, 6, 4, 1, 10, "6-layer, 4-head, dim-64 ViT for 28x28 images (N 50): the CPU quickstart"},
+      // Observation encoders of the diffusion policy (docs/policy.md): patch 8 on 96x96 camera
+      // images as the Fibottention paper's ViT-B/8 Crossway Diffusion, and CPU-sized variants.
+      {"vit_base_patch8_96", 96, 8, 3, 768, 12, 12, 1, 0, "ViT-B/8 on 96x96 observations (N 145): the paper's policy encoder"},
+      {"vit_tiny_patch8_96", 96, 8, 3, 192, 12, 3, 1, 0, "ViT-Ti/8 on 96x96 observations (N 145)"},
+      {"vit_nano_patch8_64", 64, 8, 3, 64, 4, 4, 1, 0, "4-layer, 4-head, dim-64 ViT/8 on 64x64 observations (N 65)"},
+      {"vit_nano_patch8_48", 48, 8, 3, 64, 4, 4, 1, 0, "4-layer, 4-head, dim-64 ViT/8 on 48x48 observations (N 37): the CPU policy demo"},
       // TimeSformer (Bertasius et al. 2021): the shape of one frame, and the frames per clip.
       {"timesformer_base_patch16_224", 224, 16, 3, 768, 12, 12, 1, 400, "TimeSformer-B/16, 8 frames (Kinetics-400)", 8},
       {"timesformer_small_patch16_224", 224, 16, 3, 384, 12, 6, 1, 400, "TimeSformer with ViT-S/16 frames, 8 frames", 8},

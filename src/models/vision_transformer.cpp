@@ -114,7 +114,8 @@ VisionTransformer::VisionTransformer(const VitConfig& c,
   } else {
     norm_ = register_module("norm", torch::nn::LayerNorm(norm_options));
   }
-  head_ = register_module("head", torch::nn::Linear(c.embed_dim, c.num_classes));
+  // num_classes 0: a feature extractor (timm's nn.Identity head), e.g. the policy's encoder.
+  if (c.num_classes > 0) head_ = register_module("head", torch::nn::Linear(c.embed_dim, c.num_classes));
   init_weights();
 }
 
@@ -151,7 +152,7 @@ at::Tensor VisionTransformer::forward_head(const at::Tensor& features, bool pre_
       config_.global_pool
           ? fc_norm_->forward(features.narrow(1, config_.num_prefix_tokens, features.size(1) - config_.num_prefix_tokens).mean(1))
           : features.select(1, 0);  // class token
-  return pre_logits ? pooled : linear(head_, pooled);
+  return pre_logits || !head_ ? pooled : linear(head_, pooled);
 }
 
 std::vector<std::optional<patterns::Pattern>> VisionTransformer::layer_patterns() const {

@@ -162,7 +162,15 @@ struct EpochRunner {
         if (s.reducer_) s.reducer_->finish();  // .grad = the mean over the ranks
         if (o.clip_grad > 0) clip_grad_norm(s.trainable_, o.clip_grad);
         s.optimizer_->step();
-        if (s.ema_) s.ema_->update(s.model_, o.model_ema_decay);
+        if (s.ema_) {
+          double decay = o.model_ema_decay;
+          if (o.model_ema_warmup) {
+            EmaWarmup warmup = *o.model_ema_warmup;
+            warmup.max_value = o.model_ema_decay;
+            decay = ema_warmup_decay(s.ema_->num_updates(), warmup);
+          }
+          s.ema_->update(s.model_, decay);
+        }
         ++s.global_step_;
       }
       loss_sum += loss_value;

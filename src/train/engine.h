@@ -55,6 +55,9 @@ struct OptimizationOptions {
   int64_t accum_iter = 1;        // optimizer step every accum_iter batches
   bool model_ema = false;
   double model_ema_decay = 0.9999;
+  // Set: the decay follows Diffusion Policy's warm-up (capped at model_ema_decay) instead of
+  // timm's constant decay.
+  std::optional<EmaWarmup> model_ema_warmup;
   int64_t epochs = 1;
   double dist_bucket_mb = 25;
   bool dist_no_overlap = false;

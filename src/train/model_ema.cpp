@@ -1,5 +1,8 @@
 #include "train/model_ema.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -7,6 +10,13 @@
 #include "util/errors.h"
 
 namespace sparsevit::train {
+
+double ema_warmup_decay(int64_t optimization_step, const EmaWarmup& w) {
+  const int64_t step = std::max<int64_t>(0, optimization_step - w.update_after_step - 1);
+  if (step <= 0) return 0.0;
+  const double value = 1 - std::pow(1 + static_cast<double>(step) / w.inv_gamma, -w.power);
+  return std::max(w.min_value, std::min(value, w.max_value));
+}
 
 namespace {
 

@@ -13,6 +13,15 @@
 
 namespace sparsevit::train {
 
+// Diffusion Policy's EMAModel schedule (its ema_model.py, after diffusers): the decay after
+// `optimization_step` updates, 1 - (1 + s / inv_gamma)^-power with s = step - update_after_step - 1,
+// 0 while s <= 0, clamped to [min_value, max_value]. A warm-up: early weights are forgotten fast.
+struct EmaWarmup {
+  int64_t update_after_step = 0;
+  double inv_gamma = 1.0, power = 0.75, min_value = 0.0, max_value = 0.9999;
+};
+double ema_warmup_decay(int64_t optimization_step, const EmaWarmup& warmup);
+
 class ModelEma {
  public:
   // Deep-copies the current parameters and buffers of `model` (same device and dtype).

@@ -43,6 +43,18 @@ struct TrainConfig {
   int64_t decoder_embed_dim = 0, decoder_depth = 0, decoder_num_heads = 0;  // 0: the model's default decoder
   std::string decoder_attn_cfg;     // "" : the encoder's attention config
   std::string save_recon;           // folder for reconstruction PNGs after training ("" : none)
+  // diffusion policy (sparsevit policy train / eval; Diffusion Policy's PushT image recipe)
+  int64_t obs_horizon = 2;          // observations the policy sees
+  int64_t pred_horizon = 16;        // actions it predicts
+  int64_t action_horizon = 8;       // actions executed per prediction
+  std::string down_dims = "256,512,1024";  // the U-Net's channels per level
+  int64_t step_embed_dim = 128;     // diffusion step embedding
+  int64_t inference_steps = 100;    // 100: DDPM over every step (DP); fewer: DDIM
+  double crossway_weight = 0;       // Crossway Diffusion's reconstruction loss weight (0: plain DP)
+  std::string crossway_input = "mid";  // mid: the U-Net's mid features (the paper) | obs: the observation features
+  int64_t eval_episodes = 50;       // closed-loop episodes after training and in `policy eval`
+  int64_t eval_seed = 100000;       // episode i starts from reset(eval_seed + i)
+  std::string save_video;           // folder for rollout videos ("" : none; .mp4 per episode, or PNG frames)
   // optimisation (DeiT recipe)
   int64_t epochs = 3;
   int64_t batch_size = 64;
@@ -97,7 +109,9 @@ struct TrainConfig {
 enum class FieldGroup { recipe, run };
 
 // The commands a field belongs to (a bit mask): finetune/eval/sweep, and MAE's pretrain.
-enum Command : unsigned { kFinetune = 1, kPretrain = 2, kAllCommands = 3 };
+// kPolicy: the diffusion policy's train / eval (sparsevit policy).
+enum Command : unsigned { kFinetune = 1, kPretrain = 2, kPolicy = 4, kAllCommands = 7 };
+inline constexpr unsigned kImageCommands = kFinetune | kPretrain;  // fields about image datasets
 
 // A field's name (flag, YAML key and JSON key), help text and allowed values.
 struct FieldInfo {
@@ -135,23 +149,25 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | mnist | cifar10 | "
                                   "cifar100 | image_folder | imagenet (train/ + val/ class folders); video models: "
                                   "auto (moving_fashion_mnist, or video_list with --data_path) | moving_fashion_mnist | "
-                                  "video_list (TimeSformer's train.csv / test.csv)"));
-  visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location)"));
+                                  "video_list (TimeSformer's train.csv / test.csv)").only(kImageCommands));
+  visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location); policy: the "
+                                      "demonstrations (a .episodes file or Diffusion Policy's .zarr folder)"));
   visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));
   visit(c.input_size, non_negative("input_size", "image size the model takes (0: the model's)"));
-  visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (0: all)"));
+  visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (policy: "
+                                                               "episodes) (0: all)"));
   visit(c.max_eval_samples, non_negative("max_eval_samples", "use only the first N evaluation samples (0: all)").only(kFinetune));
-  visit(c.num_workers, non_negative("num_workers", "data loading threads"));
+  visit(c.num_workers, non_negative("num_workers", "data loading threads").only(kImageCommands));
   visit(c.model, any("model", "model name (timm naming, e.g. vit_tiny_patch2_28)"));
   visit(c.attn_cfg, any("attn_cfg", "attention config YAML (default: built-in Fibottention)", run));
   visit(c.attn_set, any("attn_set", "override a mask kwarg: NAME=VALUE (repeatable)"));
-  visit(c.drop_path, unit_interval("drop_path", "stochastic depth rate", false).only(kFinetune));
+  visit(c.drop_path, unit_interval("drop_path", "stochastic depth rate", false).only(kFinetune | kPolicy));
   visit(c.patch_size, non_negative("patch_size", "patch size (0: the model's)"));
   visit(c.embed_dim, non_negative("embed_dim", "embedding width (0: the model's)"));
   visit(c.depth, non_negative("depth", "number of blocks (0: the model's)"));
   visit(c.num_heads, non_negative("num_heads", "attention heads (0: the model's)"));
   visit(c.global_pool, any("global_pool", "classify the mean of the patch tokens through fc_norm (MAE finetuning) "
-                                          "instead of the class token").only(kFinetune));
+                                          "instead of the class token").only(kFinetune | kPolicy));
   visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names",
                         run).only(kFinetune));
   visit(c.num_frames, non_negative("num_frames", "video models: frames per clip (0: the model's)").only(kFinetune));
@@ -174,6 +190,23 @@ void for_each_field(Config& c, Visitor&& visit) {
                                 .only(kPretrain));
   visit(c.save_recon, any("save_recon", "write original / masked / reconstruction PNGs of a few images here", run)
                           .only(kPretrain));
+  visit(c.obs_horizon, at_least_one("obs_horizon", "observation steps the policy sees").only(kPolicy));
+  visit(c.pred_horizon, at_least_one("pred_horizon", "action steps the policy predicts").only(kPolicy));
+  visit(c.action_horizon, at_least_one("action_horizon", "action steps executed per prediction").only(kPolicy));
+  visit(c.down_dims, any("down_dims", "the U-Net's channels per level, comma-separated").only(kPolicy));
+  visit(c.step_embed_dim, at_least_one("step_embed_dim", "diffusion step embedding width").only(kPolicy));
+  visit(c.inference_steps, at_least_one("inference_steps", "denoising steps when acting: 100 runs DDPM over every "
+                                                          "training step (Diffusion Policy), fewer run DDIM").only(kPolicy));
+  visit(c.crossway_weight, non_negative("crossway_weight", "Crossway Diffusion's image reconstruction loss weight (0: "
+                                                          "the plain diffusion policy; the paper: 0.1)").only(kPolicy));
+  visit(c.crossway_input, one_of("crossway_input", "what Crossway decodes: mid (the U-Net's mid features, the paper) | "
+                                                   "obs (the observation features, the released configs)",
+                                 {"mid", "obs"}).only(kPolicy));
+  visit(c.eval_episodes, non_negative("eval_episodes", "closed-loop PushT episodes after training (0: none)", run)
+                             .only(kPolicy));
+  visit(c.eval_seed, non_negative("eval_seed", "episode i starts from reset(eval_seed + i)", run).only(kPolicy));
+  visit(c.save_video, any("save_video", "write rollout videos here (.mp4 per episode; a folder ending in /png: PNG "
+                                        "frames)", run).only(kPolicy));
   visit(c.epochs, non_negative("epochs", "training epochs"));
   visit(c.batch_size, positive("batch_size", "batch size per process (global batch: batch_size * accum_iter * world size)"));
   visit(c.accum_iter, at_least_one("accum_iter", "accumulate gradients over N batches per optimizer step"));
@@ -195,12 +228,14 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.aa, any("aa", "RandAugment policy, timm syntax (e.g. rand-m9-mstd0.5-inc1; empty or none: off)").only(kFinetune));
   visit(c.color_jitter, non_negative("color_jitter", "colour jitter strength (0: off)").only(kFinetune));
   visit(c.train_crop, one_of("train_crop", "auto (rrc above 64 px, else pad) | pad (random crop with padding) | "
-                             "rrc (RandomResizedCrop) | none (flip only)", {"auto", "pad", "rrc", "none"}));
+                             "rrc (RandomResizedCrop) | none (flip only)", {"auto", "pad", "rrc", "none"})
+                            .only(kImageCommands));
   visit(c.reprob, unit_interval("reprob", "random erasing probability (timm)", true).only(kFinetune));
   visit(c.remode, one_of("remode", "random erasing fill: pixel | rand | const", {"pixel", "rand", "const"}).only(kFinetune));
   visit(c.recount, at_least_one("recount", "random erasing: up to this many boxes").only(kFinetune));
-  visit(c.model_ema, any("model_ema", "keep an EMA of the weights and evaluate it too").only(kFinetune));
-  visit(c.model_ema_decay, unit_interval("model_ema_decay", "EMA decay", false).only(kFinetune));
+  visit(c.model_ema, any("model_ema", "keep an EMA of the weights and evaluate it too").only(kFinetune | kPolicy));
+  visit(c.model_ema_decay, unit_interval("model_ema_decay", "EMA decay (policy: the cap of Diffusion Policy's "
+                                                            "warm-up schedule)", false).only(kFinetune | kPolicy));
   visit(c.output_dir, any("output_dir", "where checkpoints, metrics.jsonl and the resolved config go", run));
   visit(c.log_dir, any("log_dir", "where metrics.jsonl goes (default: output_dir)", run));
   visit(c.resume, any("resume", "checkpoint to resume from", run));

@@ -1,6 +1,8 @@
 #include "train/model_ema.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <torch/torch.h>
 
 #include <sstream>
@@ -129,6 +131,20 @@ TEST(ModelEma, MismatchedModelIsAClearError) {
   EXPECT_THROW(ema.swap_into(large), RuntimeError);
   torch::nn::Linear unrelated(3, 4);
   EXPECT_THROW(ema.copy_to(*unrelated), RuntimeError);
+}
+
+TEST(EmaWarmup, DecayFollowsDiffusionPolicysSchedule) {
+  const EmaWarmup w;  // Diffusion Policy's defaults
+  EXPECT_DOUBLE_EQ(ema_warmup_decay(0, w), 0.0);
+  EXPECT_DOUBLE_EQ(ema_warmup_decay(1, w), 0.0);  // s = max(0, step - 1) = 0
+  EXPECT_NEAR(ema_warmup_decay(2, w), 1 - std::pow(2.0, -0.75), 1e-15);
+  EXPECT_NEAR(ema_warmup_decay(10, w), 0.822172, 1e-6);     // 1 - 10^-0.75
+  EXPECT_NEAR(ema_warmup_decay(1000, w), 0.994377, 1e-6);   // 1 - 1000^-0.75
+  EXPECT_DOUBLE_EQ(ema_warmup_decay(100000000, w), 0.9999);  // capped at max_value
+  EmaWarmup delayed;
+  delayed.update_after_step = 5;
+  EXPECT_DOUBLE_EQ(ema_warmup_decay(6, delayed), 0.0);
+  EXPECT_NEAR(ema_warmup_decay(15, delayed), 1 - std::pow(10.0, -0.75), 1e-15);
 }
 
 }  // namespace

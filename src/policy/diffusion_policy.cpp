@@ -1,0 +1,183 @@
+#include "policy/diffusion_policy.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+
+#include <sstream>
+
+#include "models/vision_transformer.h"
+#include "util/errors.h"
+
+namespace sparsevit::policy {
+namespace {
+
+models::ModelOptions encoder_options(const DiffusionPolicyConfig& c) {
+  models::ModelOptions o = c.encoder;
+  o.num_classes = 0;  // features: the class token (or the pooled patches), no head
+  o.in_chans = 3;
+  return o;
+}
+
+int64_t encoder_width(const DiffusionPolicyConfig& c) {
+  return models::vit_config(models::find_model_shape(c.encoder_model), encoder_options(c)).embed_dim;
+}
+
+void check_config(const DiffusionPolicyConfig& c) {
+  if (c.obs_horizon < 1) throw UsageError("obs_horizon must be >= 1");
+  if (c.action_horizon < 1 || c.obs_horizon - 1 + c.action_horizon > c.pred_horizon)
+    throw UsageError("the executed actions (obs_horizon - 1 + action_horizon = " +
+                     std::to_string(c.obs_horizon - 1 + c.action_horizon) + ") must fit in pred_horizon " +
+                     std::to_string(c.pred_horizon));
+  const int64_t factor = int64_t{1} << (c.down_dims.size() - 1);
+  if (c.down_dims.empty() || c.pred_horizon % factor != 0)
+    throw UsageError("pred_horizon " + std::to_string(c.pred_horizon) + " must be a multiple of 2^(levels - 1) = " +
+                     std::to_string(factor) + " for down_dims of " + std::to_string(c.down_dims.size()) + " levels");
+  if (c.inference_steps < 1 || c.inference_steps > c.noise.num_train_timesteps)
+    throw UsageError("inference_steps must be in [1, " + std::to_string(c.noise.num_train_timesteps) + "]");
+  if (c.crossway_weight < 0) throw UsageError("crossway_weight must be >= 0");
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> dims;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 1 || v > 65536)
+      throw UsageError("--" + flag + " must be comma-separated positive integers (e.g. 256,512,1024), got '" + text + "'");
+    dims.push_back(v);
+  }
+  if (dims.empty()) throw UsageError("--" + flag + " is empty");
+  return dims;
+}
+
+DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
+    : config_(std::move(config)), ddpm_(config_.noise), ddim_(config_.noise) {
+  check_config(config_);
+  encoder_ = register_module("obs_encoder", models::create_model(config_.encoder_model, encoder_options(config_)));
+  const int64_t cond = config_.obs_horizon * (encoder_width(config_) + config_.lowdim_dim);
+  unet_ = register_module("model", std::make_shared<ConditionalUnet1D>(config_.action_dim, cond, config_.step_embed_dim,
+                                                                      config_.down_dims, config_.kernel_size,
+                                                                      config_.n_groups));
+  if (config_.crossway_weight > 0) {
+    CrosswayDecoderOptions d;
+    d.input = config_.crossway_input;
+    d.feature_dim = d.input == CrosswayInput::kUnetMid ? unet_->mid_dim() : cond;
+    d.n_obs_steps = config_.obs_horizon;
+    d.image_height = d.image_width = image_size();
+    d.n_groups = config_.n_groups;
+    d.loss_weight = config_.crossway_weight;
+    if (d.input == CrosswayInput::kUnetMid &&
+        unet_->mid_horizon(config_.pred_horizon) != d.decode_resolution * d.decode_resolution)
+      throw UsageError("Crossway decodes the U-Net's mid features as a " + std::to_string(d.decode_resolution) + "x" +
+                       std::to_string(d.decode_resolution) + " grid: pred_horizon / 2^(levels - 1) must be " +
+                       std::to_string(d.decode_resolution * d.decode_resolution) + ", got " +
+                       std::to_string(unet_->mid_horizon(config_.pred_horizon)));
+    decoder_ = register_module("decoder", std::make_shared<CrosswayDecoder>(d));
+  }
+  ddim_.set_timesteps(config_.inference_steps);
+  auto ones = [](int64_t n) { return at::ones({n}, at::kFloat); };
+  auto zeros = [](int64_t n) { return at::zeros({n}, at::kFloat); };
+  action_scale_ = register_buffer("action_scale", ones(config_.action_dim));
+  action_offset_ = register_buffer("action_offset", zeros(config_.action_dim));
+  agent_pos_scale_ = register_buffer("agent_pos_scale", ones(config_.lowdim_dim));
+  agent_pos_offset_ = register_buffer("agent_pos_offset", zeros(config_.lowdim_dim));
+}
+
+void DiffusionPolicy::set_normalizers(const PolicyNormalizers& n) {
+  at::NoGradGuard no_grad;
+  if (n.action.dim() != config_.action_dim || n.agent_pos.dim() != config_.lowdim_dim)
+    throw UsageError("normalizers of dimensions " + std::to_string(n.action.dim()) + " / " +
+                     std::to_string(n.agent_pos.dim()) + " for a policy of " + std::to_string(config_.action_dim) +
+                     " / " + std::to_string(config_.lowdim_dim));
+  action_scale_.copy_(n.action.scale());
+  action_offset_.copy_(n.action.offset());
+  agent_pos_scale_.copy_(n.agent_pos.scale());
+  agent_pos_offset_.copy_(n.agent_pos.offset());
+}
+
+bool DiffusionPolicy::has_normalizers() const {
+  return !(action_scale_.eq(1).all().item<bool>() && action_offset_.eq(0).all().item<bool>());
+}
+
+ActionNormalizer DiffusionPolicy::action_normalizer() const { return ActionNormalizer(action_scale_, action_offset_); }
+ActionNormalizer DiffusionPolicy::agent_pos_normalizer() const {
+  return ActionNormalizer(agent_pos_scale_, agent_pos_offset_);
+}
+
+int64_t DiffusionPolicy::image_size() const { return encoder_->config().img_size; }
+
+double DiffusionPolicy::encoder_attention_gflops() const { return encoder_->attention_gflops_now(); }
+
+at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,
+                                             at::Tensor* encoder_images) {
+  const int64_t b = images.size(0), to = config_.obs_horizon, s = image_size();
+  if (images.dim() != 5 || images.size(1) < to || images.size(2) != 3 || images.size(3) != s || images.size(4) != s)
+    throw UsageError("policy images must be [B, >= " + std::to_string(to) + ", 3, " + std::to_string(s) + ", " +
+                     std::to_string(s) + "], got " + c10::str(images.sizes()));
+  if (agent_pos.dim() != 3 || agent_pos.size(0) != b || agent_pos.size(1) < to || agent_pos.size(2) != config_.lowdim_dim)
+    throw UsageError("policy agent_pos must be [B, >= " + std::to_string(to) + ", " +
+                     std::to_string(config_.lowdim_dim) + "], got " + c10::str(agent_pos.sizes()));
+  // DP's image range normaliser: [0, 1] -> [-1, 1].
+  const at::Tensor x = (images.narrow(1, 0, to).reshape({b * to, 3, s, s}) * 2 - 1).contiguous();
+  if (encoder_images) *encoder_images = x;
+  const at::Tensor features = encoder_->forward_head(encoder_->forward_features(x), /*pre_logits=*/true);
+  const at::Tensor pos = agent_pos_normalizer().normalize(agent_pos.narrow(1, 0, to).to(at::kFloat));
+  return at::cat({features.reshape({b, to, -1}), pos.to(features.scalar_type())}, -1).reshape({b, -1});
+}
+
+PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Tensor& agent_pos,
+                                         const at::Tensor& actions, at::Generator& generator) {
+  if (actions.dim() != 3 || actions.size(1) != config_.pred_horizon || actions.size(2) != config_.action_dim)
+    throw UsageError("policy actions must be [B, " + std::to_string(config_.pred_horizon) + ", " +
+                     std::to_string(config_.action_dim) + "], got " + c10::str(actions.sizes()));
+  at::Tensor encoder_images;
+  const at::Tensor cond = global_condition(images, agent_pos, decoder_ ? &encoder_images : nullptr);
+  const at::Tensor trajectory = action_normalizer().normalize(actions.to(at::kFloat));
+  const at::Tensor noise = at::randn(trajectory.sizes(), generator, trajectory.options());
+  const at::Tensor timesteps = ddpm_.random_timesteps(trajectory.size(0), generator);
+  const at::Tensor noisy = ddpm_.add_noise(trajectory, noise, timesteps);
+  PolicyLoss loss;
+  if (!decoder_) {
+    loss.diffusion = at::mse_loss(unet_->forward(noisy, timesteps, cond), noise);
+    loss.total = loss.diffusion;
+    return loss;
+  }
+  const UnetOutput out = unet_->forward_with_mid(noisy, timesteps, cond);
+  loss.diffusion = at::mse_loss(out.prediction, noise);
+  const at::Tensor reconstruction =
+      decoder_->forward(config_.crossway_input == CrosswayInput::kUnetMid ? out.mid : cond);
+  at::Tensor target = encoder_images;
+  if (target.size(-1) != reconstruction.size(-1) || target.size(-2) != reconstruction.size(-2))
+    target = at::adaptive_avg_pool2d(target, {reconstruction.size(-2), reconstruction.size(-1)});
+  loss.reconstruction = decoder_->loss(reconstruction, target);  // weighted by crossway_weight
+  loss.total = loss.diffusion + loss.reconstruction;
+  return loss;
+}
+
+at::Tensor DiffusionPolicy::predict_action(const at::Tensor& images, const at::Tensor& agent_pos,
+                                           at::Generator& generator) {
+  at::NoGradGuard no_grad;
+  const at::Tensor cond = global_condition(images, agent_pos, nullptr);
+  at::Tensor trajectory =
+      at::randn({cond.size(0), config_.pred_horizon, config_.action_dim}, generator, cond.options());
+  if (config_.inference_steps == config_.noise.num_train_timesteps) {
+    for (int64_t t : ddpm_.timesteps())
+      trajectory = ddpm_.step(unet_->forward(trajectory, at::full({}, t, at::kLong), cond), t, trajectory, generator);
+  } else {
+    for (int64_t t : ddim_.timesteps())
+      trajectory = ddim_.step(unet_->forward(trajectory, at::full({}, t, at::kLong), cond), t, trajectory);
+  }
+  const at::Tensor actions = action_normalizer().unnormalize(trajectory.to(at::kFloat));
+  return actions.narrow(1, config_.obs_horizon - 1, config_.action_horizon);
+}
+
+}  // namespace sparsevit::policy

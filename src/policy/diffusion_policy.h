@@ -1,0 +1,96 @@
+// The diffusion policy (Chi et al. 2023, DiffusionUnetHybridImagePolicy with obs_as_global_cond)
+// with our ViT as its observation encoder, and Crossway Diffusion's auxiliary reconstruction
+// (Li et al. 2024) as an option: docs/policy.md, "The policy".
+//
+// Observations: the last obs_horizon camera images (RGB in [0, 1], [B, To, 3, S, S] at the
+// encoder's input size) and agent positions ([B, To, 2], workspace pixels). Actions: commanded
+// agent positions, a chunk of pred_horizon steps of which action_horizon are executed, starting
+// at the last observation (index To - 1), as Diffusion Policy does.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/model_registry.h"
+#include "policy/action_normalizer.h"
+#include "policy/conditional_unet1d.h"
+#include "policy/crossway_decoder.h"
+#include "policy/noise_scheduler.h"
+
+namespace sparsevit::models {
+class VisionTransformer;
+}
+
+namespace sparsevit::policy {
+
+struct DiffusionPolicyConfig {
+  std::string encoder_model = "vit_nano_patch8_48";  // a registered ViT (class token or pooled features)
+  models::ModelOptions encoder;                      // attention, shape overrides, global_pool
+  int64_t obs_horizon = 2, pred_horizon = 16, action_horizon = 8;
+  int64_t action_dim = 2, lowdim_dim = 2;  // PushT: commanded (x, y); agent (x, y)
+  int64_t step_embed_dim = 128;            // Diffusion Policy's PushT image config
+  std::vector<int64_t> down_dims = {256, 512, 1024};
+  int64_t kernel_size = 5, n_groups = 8;
+  NoiseScheduleOptions noise;              // 100 steps, squared cosine, epsilon
+  int64_t inference_steps = 100;           // DDPM over every step (DP) when equal to noise steps, else DDIM
+  double crossway_weight = 0.0;            // 0: the plain diffusion policy; Crossway's configs use 0.1
+  CrosswayInput crossway_input = CrosswayInput::kUnetMid;  // the paper's variant (C)
+};
+
+// Normalisation constants fitted on the demonstrations (DP's LinearNormalizer, limits mode).
+struct PolicyNormalizers {
+  ActionNormalizer action, agent_pos;
+};
+
+struct PolicyLoss {
+  at::Tensor total, diffusion, reconstruction;  // reconstruction: undefined without Crossway
+};
+
+class DiffusionPolicy : public torch::nn::Module {
+ public:
+  explicit DiffusionPolicy(DiffusionPolicyConfig config);
+
+  // Fits the action / agent-position normalisers (stored as buffers: checkpoints carry them).
+  void set_normalizers(const PolicyNormalizers& normalizers);
+  bool has_normalizers() const;
+
+  // DP's compute_loss: epsilon-prediction MSE at uniform random timesteps (+ Crossway's weighted
+  // image reconstruction). images [B, To, 3, S, S] in [0, 1], agent_pos [B, To, 2], actions
+  // [B, pred_horizon, action_dim] in workspace units.
+  PolicyLoss compute_loss(const at::Tensor& images, const at::Tensor& agent_pos, const at::Tensor& actions,
+                          at::Generator& generator);
+  // DP's predict_action: sampling from Gaussian noise with the configured scheduler ->
+  // actions to execute [B, action_horizon, action_dim] in workspace units.
+  at::Tensor predict_action(const at::Tensor& images, const at::Tensor& agent_pos, at::Generator& generator);
+
+  // The encoder's input side S and its attention GFLOPs per image.
+  int64_t image_size() const;
+  double encoder_attention_gflops() const;
+  const DiffusionPolicyConfig& config() const { return config_; }
+  models::VisionTransformer& encoder() { return *encoder_; }
+
+ private:
+  // [B, To, ...] observations -> global_cond [B, To * (D + lowdim)] (and the encoder's view of
+  // the images, [B * To, 3, S, S] in [-1, 1], Crossway's reconstruction target).
+  at::Tensor global_condition(const at::Tensor& images, const at::Tensor& agent_pos, at::Tensor* encoder_images);
+  ActionNormalizer action_normalizer() const;
+  ActionNormalizer agent_pos_normalizer() const;
+
+  DiffusionPolicyConfig config_;
+  std::shared_ptr<models::VisionTransformer> encoder_;
+  std::shared_ptr<ConditionalUnet1D> unet_;
+  std::shared_ptr<CrosswayDecoder> decoder_;  // null without Crossway
+  DDPMScheduler ddpm_;
+  DDIMScheduler ddim_;
+  // Normaliser buffers (scale, offset) so that a checkpoint restores them with the weights.
+  at::Tensor action_scale_, action_offset_, agent_pos_scale_, agent_pos_offset_;
+};
+
+// "256,512,1024" -> {256, 512, 1024}; UsageError naming `flag` otherwise.
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag);
+
+}  // namespace sparsevit::policy

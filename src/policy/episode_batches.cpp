@@ -1,0 +1,83 @@
+#include "policy/episode_batches.h"
+
+#include <ATen/ATen.h>
+
+#include <numeric>
+#include <random>
+
+#include "policy/observation_images.h"
+#include "util/errors.h"
+
+namespace sparsevit::policy {
+namespace {
+
+const episodes::EpisodeSet& checked(const std::shared_ptr<const episodes::EpisodeSet>& set) {
+  if (!set) throw UsageError("policy data: no demonstrations");
+  if (set->image_bytes() <= 0) throw UsageError("policy data: the demonstrations have no images");
+  if (set->state_dim < 2) throw UsageError("policy data: the state needs the agent position in columns 0 and 1");
+  return *set;
+}
+
+}  // namespace
+
+EpisodeBatchSource::EpisodeBatchSource(std::shared_ptr<const episodes::EpisodeSet> set,
+                                       const EpisodeBatchOptions& options, const std::vector<bool>& episode_mask)
+    : set_(std::move(set)),
+      options_(options),
+      sampler_(checked(set_), options.pred_horizon, options.obs_horizon - 1, options.action_horizon - 1, episode_mask) {
+  if (sampler_.size() == 0) throw UsageError("policy data: no training window in the demonstrations");
+  if (options_.batch_size < 1 || options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw UsageError("policy data: bad batch size or rank");
+  set_epoch(0);
+}
+
+void EpisodeBatchSource::set_epoch(int64_t epoch) {
+  std::vector<int64_t> all(static_cast<std::size_t>(sampler_.size()));
+  std::iota(all.begin(), all.end(), 0);
+  if (options_.shuffle) {  // Fisher-Yates with our own bounded draws: the same order everywhere
+    std::mt19937_64 rng(options_.seed * 1000003ULL + static_cast<uint64_t>(epoch));
+    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng() % i]);
+  }
+  // Every rank takes the same number of windows (the engine's steps must line up across ranks).
+  const std::size_t per_rank = all.size() / static_cast<std::size_t>(options_.world_size);
+  order_.clear();
+  for (std::size_t i = 0; i < per_rank; ++i)
+    order_.push_back(all[i * static_cast<std::size_t>(options_.world_size) + static_cast<std::size_t>(options_.rank)]);
+  cursor_ = 0;
+}
+
+int64_t EpisodeBatchSource::num_batches() const {
+  const int64_t n = static_cast<int64_t>(order_.size());
+  return options_.drop_last ? n / options_.batch_size : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+bool EpisodeBatchSource::next(data::Batch& batch) {
+  const int64_t remaining = static_cast<int64_t>(order_.size() - cursor_);
+  const int64_t b = std::min(options_.batch_size, remaining);
+  if (b <= 0 || (options_.drop_last && b < options_.batch_size)) return false;
+  const episodes::EpisodeSet& set = *set_;
+  const int64_t to = options_.obs_horizon, tp = options_.pred_horizon;
+  const int64_t sd = set.state_dim, ad = set.action_dim, frame = set.image_bytes();
+  std::vector<float> state(static_cast<std::size_t>(tp * sd)), action(static_cast<std::size_t>(tp * ad));
+  std::vector<uint8_t> window_images(static_cast<std::size_t>(tp * frame));
+  std::vector<uint8_t> images(static_cast<std::size_t>(b * to * frame));
+  at::Tensor agent_pos = at::empty({b, to, 2}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
+  batch.indices.clear();
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t w = order_[cursor_++];
+    batch.indices.push_back(w);
+    sampler_.sample(w, state.data(), action.data(), window_images.data());
+    std::copy_n(window_images.begin(), to * frame, images.begin() + i * to * frame);
+    for (int64_t t = 0; t < to; ++t)
+      for (int64_t k = 0; k < 2; ++k) agent_pos[i][t][k] = state[static_cast<std::size_t>(t * sd + k)];
+    std::copy(action.begin(), action.end(), actions[i].data_ptr<float>());
+  }
+  const at::Tensor frames = observation_images(images.data(), b * to, set.image_height, set.image_width,
+                                               options_.image_size);
+  batch.images = frames.view({b, to, 3, options_.image_size, options_.image_size});
+  batch.labels = at::zeros({b}, at::kLong);
+  batch.extras = {{"agent_pos", agent_pos}, {"action", actions}};
+  return true;
+}
+
+}  // namespace sparsevit::policy
