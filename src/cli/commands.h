@@ -39,6 +39,10 @@ void register_attention_map_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_BENCH
 void register_bench_command(CLI::App& app);
 #endif
+#ifdef SPARSEVIT_HAVE_POLICY
+// `sparsevit policy ...`; its subcommands are declared in cli/policy_commands.h.
+void register_policy_command(CLI::App& app);
+#endif
 
 // Applies `SUBCOMMAND --config FILE` (for subcommands that have --config) to that subcommand's
 // options before the command line is parsed.

@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   sparsevit::cli::register_diversity_command(app);
   sparsevit::cli::register_attention_map_command(app);
 #endif
+#ifdef SPARSEVIT_HAVE_POLICY
+  sparsevit::cli::register_policy_command(app);
+#endif
   try {
     sparsevit::cli::apply_config_file_option(app, argc, argv);
     app.parse(argc, argv);
