@@ -9,7 +9,8 @@ void register_policy_command(CLI::App& app) {
   policy->require_subcommand(1);
   add_policy_collect_command(policy);
 #ifdef SPARSEVIT_HAVE_POLICY_TRAIN
-  // `policy train` and `policy eval` (they need LibTorch and the policy library) go here.
+  add_policy_train_command(policy);
+  add_policy_eval_command(policy);
 #endif
 }
 

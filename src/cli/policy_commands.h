@@ -10,7 +10,10 @@ namespace sparsevit::cli {
 void add_policy_collect_command(CLI::App* policy);
 
 #ifdef SPARSEVIT_HAVE_POLICY_TRAIN
-// `policy train` / `policy eval`: declared here by their own files' author.
+// `policy train`: the diffusion policy on demonstrations (policy_train_command.cpp).
+void add_policy_train_command(CLI::App* policy);
+// `policy eval`: a checkpoint in closed loop (policy_eval_command.cpp).
+void add_policy_eval_command(CLI::App* policy);
 #endif
 
 }  // namespace sparsevit::cli

@@ -19,7 +19,8 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   c.drop_rate = o.drop_rate;
   c.drop_path_rate = o.drop_path_rate;
   c.attention = o.attention;
-  if (c.num_classes < 1) throw UsageError("nb_classes must be >= 1, got " + std::to_string(c.num_classes));
+  // 0: a feature extractor without head (the policy's observation encoder).
+  if (c.num_classes < 0) throw UsageError("nb_classes must be >= 0, got " + std::to_string(c.num_classes));
   if (c.patch_size < 1) throw UsageError("patch_size must be >= 1, got " + std::to_string(c.patch_size));
   if (c.img_size < c.patch_size || c.img_size % c.patch_size != 0)
     throw UsageError("img_size " + std::to_string(c.img_size) + " is not a positive multiple of " + s.name +

@@ -59,15 +59,14 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   const int64_t to = options_.obs_horizon, tp = options_.pred_horizon;
   const int64_t sd = set.state_dim, ad = set.action_dim, frame = set.image_bytes();
   std::vector<float> state(static_cast<std::size_t>(tp * sd)), action(static_cast<std::size_t>(tp * ad));
-  std::vector<uint8_t> window_images(static_cast<std::size_t>(tp * frame));
   std::vector<uint8_t> images(static_cast<std::size_t>(b * to * frame));
   at::Tensor agent_pos = at::empty({b, to, 2}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
   batch.indices.clear();
   for (int64_t i = 0; i < b; ++i) {
     const int64_t w = order_[cursor_++];
     batch.indices.push_back(w);
-    sampler_.sample(w, state.data(), action.data(), window_images.data());
-    std::copy_n(window_images.begin(), to * frame, images.begin() + i * to * frame);
+    // Only the first obs_horizon images of the window (DP's key_first_k): the rest are not seen.
+    sampler_.sample(w, state.data(), action.data(), images.data() + i * to * frame, to);
     for (int64_t t = 0; t < to; ++t)
       for (int64_t k = 0; k < 2; ++k) agent_pos[i][t][k] = state[static_cast<std::size_t>(t * sd + k)];
     std::copy(action.begin(), action.end(), actions[i].data_ptr<float>());

@@ -1,0 +1,46 @@
+// The diffusion policy's training pipeline (Diffusion Policy's train.py, TrainDiffusionUnet...
+// workspace, in C++ on the shared engine): demonstrations (our .episodes file or Diffusion
+// Policy's zarr store) -> padded windows -> DiffusionPolicy (ViT encoder with the configured
+// attention) -> AdamW with warm-up + cosine, EMA with Diffusion Policy's warm-up, data
+// parallelism, atomic checkpoints, metrics.jsonl -> closed-loop PushT evaluation of the
+// (EMA) policy. docs/policy.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "episodes/episode_set.h"
+#include "train/policy_eval.h"
+#include "train/train_config.h"
+
+namespace sparsevit::train {
+
+struct PolicyTrainSummary {
+  double train_loss = 0, first_epoch_loss = 0;  // mean total loss of the last / first epoch run
+  double reconstruction_loss = 0;               // Crossway's part of the last epoch (0: off)
+  int64_t params = 0, epochs_run = 0, windows = 0, episodes = 0;
+  double encoder_attention_gflops = 0;          // per observation image
+  double pruning_ratio = 0;                     // of the encoder's attention
+  double seconds = 0;
+  int64_t rank = 0, world_size = 1;
+  std::string checkpoint;
+  bool evaluated = false;
+  PolicyEvalResult eval;
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+// The demonstrations at `path`: a zarr store (a folder: Diffusion Policy's layout) or our
+// .episodes file. UsageError naming the path when it is neither.
+episodes::EpisodeSet read_demonstrations(const std::string& path);
+
+// The defaults of `sparsevit policy train`: Diffusion Policy's PushT recipe (AdamW lr 1e-4,
+// weight decay 1e-6, betas 0.95 / 0.999, EMA) on the CPU-sized encoder.
+TrainConfig policy_defaults();
+
+// Trains (fields of train::kPolicy apply), then evaluates in closed loop when eval_episodes > 0.
+PolicyTrainSummary run_policy_train(const TrainConfig& config);
+
+}  // namespace sparsevit::train
