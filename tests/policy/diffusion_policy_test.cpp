@@ -1,0 +1,223 @@
+// DiffusionPolicy: the wiring of encoder, U-Net, normalisers and Crossway's decoder; training
+// batches from episodes; the actor; and a tiny policy that learns one demonstration well enough
+// to replay it in closed loop.
+#include "policy/diffusion_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/optim/adam.h>
+
+#include "config/attention_spec.h"
+#include "envs/pusht_demonstrations.h"
+#include "envs/pusht_env.h"
+#include "envs/pusht_rollout.h"
+#include "models/vision_transformer.h"
+#include "policy/episode_batches.h"
+#include "policy/observation_images.h"
+#include "policy/policy_actor.h"
+#include "util/errors.h"
+
+namespace sparsevit::policy {
+namespace {
+
+// A policy small enough for unit tests: 16x16 images, patch 8 (N = 5), a 2-level U-Net.
+DiffusionPolicyConfig tiny_config(double crossway_weight = 0) {
+  DiffusionPolicyConfig c;
+  c.encoder_model = "vit_nano_patch8_48";
+  c.encoder.img_size = 16;
+  c.encoder.depth = 1;
+  c.encoder.embed_dim = 16;
+  c.encoder.num_heads = 2;
+  c.pred_horizon = 8;
+  c.action_horizon = 4;
+  c.step_embed_dim = 8;
+  c.down_dims = {16, 32};
+  c.n_groups = 4;
+  c.inference_steps = 8;
+  c.crossway_weight = crossway_weight;
+  return c;
+}
+
+at::Generator generator(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+
+PolicyNormalizers normalizers_for(const at::Tensor& actions, const at::Tensor& agent_pos) {
+  return {ActionNormalizer::fit(actions.reshape({-1, 2})), ActionNormalizer::fit(agent_pos.reshape({-1, 2}))};
+}
+
+TEST(DiffusionPolicy, ShapesNormalisersAndTheActionRange) {
+  at::manual_seed(0);
+  DiffusionPolicy policy(tiny_config());
+  EXPECT_EQ(policy.image_size(), 16);
+  const at::Tensor images = at::rand({3, 2, 3, 16, 16});
+  const at::Tensor agent_pos = at::rand({3, 2, 2}) * 512;
+  const at::Tensor actions = at::rand({3, 8, 2}) * 100 + 200;  // commanded positions in [200, 300]
+  EXPECT_FALSE(policy.has_normalizers());
+  policy.set_normalizers(normalizers_for(actions, agent_pos));
+  EXPECT_TRUE(policy.has_normalizers());
+  at::Generator gen = generator(1);
+  const PolicyLoss loss = policy.compute_loss(images, agent_pos, actions, gen);
+  EXPECT_TRUE(std::isfinite(loss.total.item<double>()));
+  EXPECT_FALSE(loss.reconstruction.defined());
+  policy.eval();
+  const at::Tensor predicted = policy.predict_action(images, agent_pos, gen);
+  ASSERT_EQ(predicted.sizes(), (at::IntArrayRef{3, 4, 2}));
+  // Sampling clips x0 to [-1, 1]: unnormalised actions stay in the fitted range [min, max].
+  EXPECT_GE(predicted.min().item<double>(), actions.min().item<double>() - 1e-3);
+  EXPECT_LE(predicted.max().item<double>(), actions.max().item<double>() + 1e-3);
+  // The normalisers are buffers: a state dict carries them.
+  bool found = false;
+  for (const auto& b : policy.named_buffers()) found |= b.key() == "action_scale";
+  EXPECT_TRUE(found);
+}
+
+TEST(DiffusionPolicy, SamplingIsDeterministicUnderASeedAndUsesTheObservation) {
+  at::manual_seed(0);
+  DiffusionPolicy policy(tiny_config());
+  policy.eval();
+  const at::Tensor images = at::rand({1, 2, 3, 16, 16}), agent_pos = at::rand({1, 2, 2});
+  at::Generator a = generator(7), b = generator(7);
+  EXPECT_TRUE(at::equal(policy.predict_action(images, agent_pos, a), policy.predict_action(images, agent_pos, b)));
+  at::Generator c = generator(7);
+  EXPECT_FALSE(at::equal(policy.predict_action(images, agent_pos, a), policy.predict_action(images * 0, agent_pos, c)));
+}
+
+TEST(DiffusionPolicy, CrosswayAddsAWeightedReconstructionThatTrainsTheDecoder) {
+  at::manual_seed(0);
+  DiffusionPolicyConfig config = tiny_config(0.1);
+  config.down_dims = {16, 32, 64};  // the mid features span 16 / 4 = 4 steps: the 2x2 grid Crossway decodes
+  config.pred_horizon = 16;
+  config.action_horizon = 8;
+  DiffusionPolicy policy(config);
+  const at::Tensor images = at::rand({2, 2, 3, 16, 16}), agent_pos = at::rand({2, 2, 2});
+  const at::Tensor actions = at::rand({2, 16, 2});
+  policy.set_normalizers(normalizers_for(actions, agent_pos));
+  at::Generator gen = generator(3);
+  const PolicyLoss loss = policy.compute_loss(images, agent_pos, actions, gen);
+  ASSERT_TRUE(loss.reconstruction.defined());
+  EXPECT_NEAR(loss.total.item<double>(), loss.diffusion.item<double>() + loss.reconstruction.item<double>(), 1e-6);
+  loss.total.backward();
+  int64_t decoder_grads = 0;
+  for (const auto& p : policy.named_parameters())
+    if (p.key().rfind("decoder.", 0) == 0 && p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0)
+      ++decoder_grads;
+  EXPECT_GT(decoder_grads, 0);
+  // Without Crossway there is no decoder at all (the plain diffusion policy's parameters).
+  for (const auto& p : DiffusionPolicy(tiny_config()).named_parameters()) EXPECT_NE(p.key().rfind("decoder.", 0), 0u);
+}
+
+TEST(DiffusionPolicy, BadConfigurationsAreUsageErrors) {
+  DiffusionPolicyConfig c = tiny_config();
+  c.action_horizon = 8;  // obs_horizon - 1 + 8 > pred_horizon 8
+  EXPECT_THROW(DiffusionPolicy{c}, UsageError);
+  c = tiny_config();
+  c.pred_horizon = 7;  // not a multiple of 2 for a 2-level U-Net
+  EXPECT_THROW(DiffusionPolicy{c}, UsageError);
+  c = tiny_config();
+  c.inference_steps = 101;
+  EXPECT_THROW(DiffusionPolicy{c}, UsageError);
+  DiffusionPolicy policy(tiny_config());
+  at::Generator gen = generator(0);
+  EXPECT_THROW(policy.compute_loss(at::rand({1, 2, 3, 8, 8}), at::rand({1, 2, 2}), at::rand({1, 8, 2}), gen), UsageError);
+  EXPECT_THROW(parse_dims("64,x", "down_dims"), UsageError);
+  EXPECT_EQ(parse_dims("8,16", "down_dims"), (std::vector<int64_t>{8, 16}));
+}
+
+TEST(DiffusionPolicy, FibottentionCutsTheEncodersAttentionCost) {
+  DiffusionPolicyConfig dense = tiny_config(), sparse = tiny_config();
+  dense.encoder.img_size = sparse.encoder.img_size = 48;
+  sparse.encoder.attention = config::parse_attention_spec(
+      "attention: {backend: vit, mask: fibo, mask_kwargs: {w_min: 1, w_max: 12}}\n", "test");
+  EXPECT_LT(DiffusionPolicy(sparse).encoder_attention_gflops(), 0.6 * DiffusionPolicy(dense).encoder_attention_gflops());
+}
+
+// Demonstrations of the scripted expert at 16 px, as `policy collect` writes them.
+episodes::EpisodeSet expert_demonstrations(int episodes, uint64_t seed) {
+  envs::DemonstrationOptions o;
+  o.episodes = episodes;
+  o.first_seed = seed;
+  o.image_size = 16;
+  o.threads = 1;
+  return envs::collect_pusht_demonstrations(o);
+}
+
+TEST(EpisodeBatchSource, WindowsCarryTheFirstObservationsAndTheWholeActionChunk) {
+  auto set = std::make_shared<episodes::EpisodeSet>(expert_demonstrations(1, 0));
+  EpisodeBatchOptions o;
+  o.pred_horizon = 8;
+  o.action_horizon = 4;
+  o.image_size = 16;
+  o.batch_size = 4;
+  o.shuffle = false;
+  EpisodeBatchSource source(set, o);
+  // DP's windows: pad_before 1, pad_after 3 -> steps - 8 + 1 + 1 + 3 windows.
+  EXPECT_EQ(source.num_windows(), set->steps() - 8 + 1 + 1 + 3);
+  data::Batch batch;
+  ASSERT_TRUE(source.next(batch));
+  ASSERT_EQ(batch.images.sizes(), (at::IntArrayRef{4, 2, 3, 16, 16}));
+  ASSERT_EQ(batch.extras.at("action").sizes(), (at::IntArrayRef{4, 8, 2}));
+  // The first window starts one step before the episode: its first observation repeats step 0.
+  EXPECT_TRUE(at::equal(batch.images[0][0], batch.images[0][1]));
+  EXPECT_FLOAT_EQ(batch.extras.at("agent_pos")[0][0][0].item<float>(), set->state[0]);
+  EXPECT_FLOAT_EQ(batch.extras.at("action")[0][1][0].item<float>(), set->action[0]);  // position 1 = step 0
+  EXPECT_TRUE(at::equal(batch.images[0][1],
+                        observation_images(set->images.data(), 1, 16, 16, 16)[0]));
+}
+
+// Diffusion Policy's sanity check: a policy trained on one demonstration replays it from the
+// same initial state in closed loop (most of the way: 0.80 coverage when written, the expert's
+// episode ends above 0.95).
+TEST(DiffusionPolicy, OverfitsOneDemonstrationAndReplaysItInClosedLoop) {
+  at::manual_seed(0);
+  const uint64_t seed = 3;
+  auto set = std::make_shared<episodes::EpisodeSet>(expert_demonstrations(1, seed));
+  DiffusionPolicyConfig config = tiny_config();
+  config.down_dims = {32, 64};
+  config.step_embed_dim = 16;
+  DiffusionPolicy policy(config);
+  const int64_t n = set->steps();
+  policy.set_normalizers({ActionNormalizer::fit(at::from_blob(set->action.data(), {n, 2}, at::kFloat).clone()),
+                          ActionNormalizer::fit(at::from_blob(set->state.data(), {n, 5}, at::kFloat).narrow(1, 0, 2).clone())});
+  EpisodeBatchOptions o;
+  o.pred_horizon = config.pred_horizon;
+  o.action_horizon = config.action_horizon;
+  o.image_size = 16;
+  o.batch_size = 16;
+  EpisodeBatchSource source(set, o);
+  ASSERT_GT(source.num_batches(), 0) << set->steps() << " steps";
+  torch::optim::Adam adam(policy.parameters(), torch::optim::AdamOptions(3e-3));
+  at::Generator gen = generator(5);
+  double first = 0, last = 0;
+  int64_t steps = 0;
+  for (int64_t epoch = 0; steps < 400; ++epoch) {
+    source.set_epoch(epoch);
+    data::Batch batch;
+    while (source.next(batch) && steps < 400) {
+      adam.zero_grad();
+      const at::Tensor loss =
+          policy.compute_loss(batch.images, batch.extras.at("agent_pos"), batch.extras.at("action"), gen).total;
+      loss.backward();
+      adam.step();
+      (steps == 0 ? first : last) = loss.item<double>();
+      ++steps;
+    }
+  }
+  EXPECT_LT(last, 0.25 * first);
+  envs::PushTConfig ec;
+  ec.render_size = 16;
+  envs::PushTEnv env(ec);
+  envs::RolloutOptions ro;
+  ro.image_size = 16;
+  DiffusionPolicyActor actor(policy, 11);
+  policy.eval();
+  const envs::RolloutResult r = envs::run_pusht_rollout(env, actor, seed, ro);
+  // The block starts far from the goal; the replay pushes most of it there (the expert: > 0.95).
+  envs::PushTEnv start;
+  start.reset(seed);
+  EXPECT_LT(start.coverage(), 0.3);
+  EXPECT_GT(r.max_coverage, 0.7) << "steps " << r.steps << " start " << start.coverage();
+}
+
+}  // namespace
+}  // namespace sparsevit::policy
