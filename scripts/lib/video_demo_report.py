@@ -7,6 +7,8 @@ import os
 import statistics
 import sys
 
+from demo_report import write_report
+
 ATTENTIONS = ["dense", "fibottention", "bigbird"]
 
 
@@ -41,11 +43,7 @@ def main(out, model):
           "| spatial attention | top-1 % (seed 0 / 1) | mean ± half-range | spatial MFLOPs/clip | temporal MFLOPs/clip "
           "| attention MFLOPs/clip | pruning ratio |",
           "|---|---|---|---|---|---|---|"] + rows
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump({"model": model, "attentions": table}, f, indent=2)
-    print("\n".join(md))
+    write_report(out, md, {"model": model, "attentions": table})
 
 
 if __name__ == "__main__":
