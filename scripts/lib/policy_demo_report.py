@@ -38,8 +38,8 @@ def main(out, seeds):
         rows.append(f"| {name} | {' / '.join(f'{s:.0f}' for s in success)} | {e['success_mean']:.1f} ± "
                     f"{e['success_spread']:.1f} | {' / '.join(f'{c:.3f}' for c in coverage)} | "
                     f"{e['coverage_mean']:.3f} | {e['encoder_attention_gflops'] * 1e6:.1f} | {e['pruning_ratio']:.4f} | "
-                    f"{' / '.join(f'{r['train_loss']:.4f}' for r in runs)} | "
-                    f"{' / '.join(f'{r['seconds'] / 60:.1f}' for r in runs)} |")
+                    f"{' / '.join('%.4f' % r['train_loss'] for r in runs)} | "
+                    f"{' / '.join('%.1f' % (r['seconds'] / 60) for r in runs)} |")
     expert = None
     path = os.path.join(out, "expert_eval.json")
     if os.path.exists(path):

@@ -1,0 +1,82 @@
+// `sparsevit policy train` and `policy eval` end to end on a tiny policy: collect -> train (with
+// closed-loop evaluation) -> resume -> eval with videos; and their one-line errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace sparsevit::testing;
+
+bool has_policy_train() { return run("policy train --help").exit_code == 0; }
+
+// 16x16 frames, a one-block encoder and a two-level U-Net: seconds per epoch.
+const char* kTinyPolicy =
+    " --model vit_nano_patch8_48 --input_size 16 --depth 1 --embed_dim 16 --num_heads 2 --down_dims 16,32"
+    " --step_embed_dim 8 --pred_horizon 8 --action_horizon 4 --inference_steps 4 --batch_size 16 --threads 1";
+
+TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
+  if (!has_policy_train()) GTEST_SKIP() << "sparsevit built without the policy";
+  TempDir dir;
+  const std::string demos = (dir.path() / "demos.episodes").string(), run_dir = (dir.path() / "run").string();
+  ASSERT_EQ(run("policy collect --episodes 3 --image_size 16 --output " + quote(demos)).exit_code, 0);
+  const Result train = run("policy train --data_path " + quote(demos) + kTinyPolicy +
+                           " --epochs 1 --eval_episodes 2 --eval_seed 7 --output_dir " + quote(run_dir) +
+                           " --attn-cfg configs/attention/vit_fibottention_small.yaml");
+  ASSERT_EQ(train.exit_code, 0) << train.describe();
+  EXPECT_NE(train.out.find("Epoch 1/1: loss"), std::string::npos) << train.describe();
+  EXPECT_NE(train.out.find("closed loop: success"), std::string::npos) << train.describe();
+  const auto eval = nlohmann::json::parse(slurp(run_dir + "/eval.json"));
+  ASSERT_EQ(eval.at("per_episode").size(), 2u);
+  EXPECT_EQ(eval.at("per_episode")[1].at("seed"), 8);
+  const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind('{')));
+  EXPECT_GT(summary.at("pruning_ratio").get<double>(), 0.0);  // the encoder's Fibottention
+  EXPECT_EQ(summary.at("episodes"), 3);
+
+  // Resume to a second epoch: one more metrics line, the same policy description.
+  const Result resumed = run("policy train --data_path " + quote(demos) + kTinyPolicy +
+                             " --epochs 2 --eval_episodes 0 --output_dir " + quote(run_dir) + " --resume " +
+                             quote(run_dir + "/checkpoint.pt") +
+                             " --attn-cfg configs/attention/vit_fibottention_small.yaml");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  EXPECT_EQ(resumed.out.find("Epoch 1/2"), std::string::npos) << resumed.describe();
+  EXPECT_NE(resumed.out.find("Epoch 2/2"), std::string::npos) << resumed.describe();
+
+  // policy eval rebuilds the policy from the checkpoint alone.
+  const std::string video = (dir.path() / "videos").string(), results = (dir.path() / "eval.json").string();
+  const Result e = run("policy eval --resume " + quote(run_dir + "/checkpoint.pt") +
+                       " --episodes 2 --seed 3 --max_steps 12 --threads 1 --output " + quote(results) +
+                       " --save_video " + quote(video));
+  ASSERT_EQ(e.exit_code, 0) << e.describe();
+  EXPECT_NE(e.out.find("success rate"), std::string::npos) << e.describe();
+  const auto r = nlohmann::json::parse(slurp(results));
+  EXPECT_EQ(r.at("episodes"), 2);
+  EXPECT_LE(r.at("per_episode")[0].at("steps").get<int>(), 12);
+  EXPECT_TRUE(fs::exists(fs::path(video) / "episode_3.mp4"));
+  EXPECT_TRUE(fs::exists(fs::path(video) / "episode_4.mp4"));
+}
+
+TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {
+  if (!has_policy_train()) GTEST_SKIP() << "sparsevit built without the policy";
+  TempDir dir;
+  expect_usage_error(run("policy train --epochs 1"), "--data_path");
+  const std::string junk = (dir.path() / "junk.episodes").string();
+  std::ofstream(junk) << "not an episode file";
+  Result r = run("policy train --data_path " + quote(junk));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
+  expect_usage_error(run("policy train --crossway_input bogus --data_path " + quote(junk)), "crossway");
+  expect_usage_error(run("policy eval"), "--resume");
+  r = run("policy eval --resume " + quote(junk));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
+}
+
+}  // namespace
