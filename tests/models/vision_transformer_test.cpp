@@ -84,12 +84,20 @@ TEST(VisionTransformer, GradientsReachEveryParameter) {
 TEST(VisionTransformer, BadShapesAreUsageErrors) {
   EXPECT_THROW(create_model("vit_bse_patch16_224", {}), UsageError);
   ModelOptions o;
-  o.num_classes = 0;
+  o.num_classes = -1;
   EXPECT_THROW(create_model("vit_nano_patch2_28", o), UsageError);
   VitConfig c;
   c.img_size = 30;
   c.patch_size = 4;
   EXPECT_THROW(VisionTransformer{c}, UsageError);
+}
+
+TEST(VisionTransformer, NoClassesMeansAFeatureExtractorWithoutHead) {
+  ModelOptions o;
+  o.num_classes = 0;  // timm's num_classes=0: the pooled features (the policy's encoder)
+  const auto model = create_model("vit_nano_patch4_28", o);
+  for (const auto& p : model->named_parameters()) EXPECT_EQ(p.key().rfind("head.", 0), std::string::npos) << p.key();
+  EXPECT_EQ(model->forward(torch::randn({2, 1, 28, 28})).sizes(), (at::IntArrayRef{2, 64}));
 }
 
 TEST(VisionTransformer, AttentionGeometryComesFromTheConfig) {
