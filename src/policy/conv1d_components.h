@@ -11,6 +11,10 @@
 
 namespace sparsevit::policy {
 
+// The checks every conv block (1-d and 2-d) makes: an odd kernel (same padding) and channels
+// divisible into the GroupNorm groups. UsageError otherwise.
+void check_conv_block_options(int64_t out_channels, int64_t kernel_size, int64_t n_groups);
+
 // Conv1d (same padding) -> GroupNorm -> Mish; x [B, C_in, T] -> [B, C_out, T].
 class Conv1dBlockImpl : public torch::nn::Cloneable<Conv1dBlockImpl> {
  public:

@@ -1,21 +1,16 @@
 #include "policy/conv2d_components.h"
 
+#include "policy/conv1d_components.h"
+
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/normalization.h>
 
-#include <string>
-
-#include "util/errors.h"
 
 namespace sparsevit::policy {
 
 Conv2dBlockImpl::Conv2dBlockImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t n_groups)
     : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size), n_groups_(n_groups) {
-  if (kernel_size < 1 || kernel_size % 2 == 0)
-    throw UsageError("conv kernel size must be odd (same padding), got " + std::to_string(kernel_size));
-  if (n_groups < 1 || out_channels % n_groups != 0)
-    throw UsageError("GroupNorm: " + std::to_string(out_channels) + " channels are not divisible into " +
-                     std::to_string(n_groups) + " groups");
+  check_conv_block_options(out_channels, kernel_size, n_groups);
   reset();
 }
 

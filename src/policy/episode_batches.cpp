@@ -61,6 +61,8 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   std::vector<float> state(static_cast<std::size_t>(tp * sd)), action(static_cast<std::size_t>(tp * ad));
   std::vector<uint8_t> images(static_cast<std::size_t>(b * to * frame));
   at::Tensor agent_pos = at::empty({b, to, 2}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
+  float* pos = agent_pos.data_ptr<float>();
+  float* act = actions.data_ptr<float>();
   batch.indices.clear();
   for (int64_t i = 0; i < b; ++i) {
     const int64_t w = order_[cursor_++];
@@ -68,8 +70,8 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
     // Only the first obs_horizon images of the window (DP's key_first_k): the rest are not seen.
     sampler_.sample(w, state.data(), action.data(), images.data() + i * to * frame, to);
     for (int64_t t = 0; t < to; ++t)
-      for (int64_t k = 0; k < 2; ++k) agent_pos[i][t][k] = state[static_cast<std::size_t>(t * sd + k)];
-    std::copy(action.begin(), action.end(), actions[i].data_ptr<float>());
+      for (int64_t k = 0; k < 2; ++k) pos[(i * to + t) * 2 + k] = state[static_cast<std::size_t>(t * sd + k)];
+    std::copy(action.begin(), action.end(), act + i * tp * ad);
   }
   const at::Tensor frames = observation_images(images.data(), b * to, set.image_height, set.image_width,
                                                options_.image_size);

@@ -23,11 +23,12 @@ std::vector<envs::Point2> DiffusionPolicyActor::act(const std::vector<envs::Push
   const int64_t side = first->image_size;
   std::vector<uint8_t> frames;
   at::Tensor agent_pos = at::empty({1, to, 2}, at::kFloat);
+  float* pos = agent_pos.data_ptr<float>();
   for (int64_t t = 0; t < to; ++t) {
     const envs::PushTObservation& o = first[t];
     frames.insert(frames.end(), o.image.begin(), o.image.end());
-    agent_pos[0][t][0] = o.agent_x;
-    agent_pos[0][t][1] = o.agent_y;
+    pos[t * 2] = static_cast<float>(o.agent_x);
+    pos[t * 2 + 1] = static_cast<float>(o.agent_y);
   }
   const int64_t s = policy_.image_size();
   const at::Tensor images = observation_images(frames.data(), to, side, side, s).view({1, to, 3, s, s});
