@@ -190,6 +190,8 @@ Canvas render_plot(const std::vector<PlotSeries>& series, const PlotOptions& o) 
       xhi = std::max(xhi, tx(s.x[i]));
       ylo = std::min(ylo, s.y[i]);
       yhi = std::max(yhi, s.y[i]);
+      if (i < s.y_low.size() && std::isfinite(s.y_low[i])) ylo = std::min(ylo, s.y_low[i]);
+      if (i < s.y_high.size() && std::isfinite(s.y_high[i])) yhi = std::max(yhi, s.y_high[i]);
     }
   if (!std::isfinite(xlo)) xlo = 0, xhi = 1, ylo = 0, yhi = 1;
   auto pad = [](double& lo, double& hi) {
@@ -231,6 +233,30 @@ Canvas render_plot(const std::vector<PlotSeries>& series, const PlotOptions& o) 
   canvas.text(left + pw / 2 - Canvas::text_width(o.x_label) / 2, o.height - 22, o.x_label, black);
   canvas.text(8, top - 14, o.y_label, black);
 
+  // Intervals first, so every series' line stays visible over the bands.
+  for (const auto& s : series) {
+    const std::size_t n = std::min({s.x.size(), s.y.size(), s.y_low.size(), s.y_high.size()});
+    const Rgb tint{static_cast<uint8_t>((s.color.r + 3 * 0xFF) / 4), static_cast<uint8_t>((s.color.g + 3 * 0xFF) / 4),
+                   static_cast<uint8_t>((s.color.b + 3 * 0xFF) / 4)};
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(s.y_low[i]) || !std::isfinite(s.y_high[i]) || (o.log_x && s.x[i] <= 0)) continue;
+      if (!s.lines) {  // error bar with caps
+        const int32_t x = px(s.x[i]), y0 = py(s.y_low[i]), y1 = py(s.y_high[i]);
+        canvas.line(x, y0, x, y1, s.color);
+        canvas.line(x - 4, y0, x + 4, y0, s.color);
+        canvas.line(x - 4, y1, x + 4, y1, s.color);
+        continue;
+      }
+      if (i + 1 >= n || !std::isfinite(s.y_low[i + 1]) || !std::isfinite(s.y_high[i + 1])) continue;
+      const int32_t x0 = px(s.x[i]), x1 = px(s.x[i + 1]);
+      for (int32_t x = std::min(x0, x1); x <= std::max(x0, x1); ++x) {
+        const double f = x1 == x0 ? 0.0 : static_cast<double>(x - x0) / (x1 - x0);
+        const int32_t lo = py(s.y_low[i] + f * (s.y_low[i + 1] - s.y_low[i]));
+        const int32_t hi = py(s.y_high[i] + f * (s.y_high[i + 1] - s.y_high[i]));
+        canvas.line(x, hi, x, lo, tint);
+      }
+    }
+  }
   for (const auto& s : series) {
     const std::size_t n = std::min(s.x.size(), s.y.size());
     for (std::size_t i = 0; i < n; ++i) {

@@ -41,6 +41,9 @@ struct PlotSeries {
   std::vector<double> x, y;
   bool lines = true;    // join the points
   bool markers = true;  // draw a disc per point
+  // Optional interval per point (e.g. a 95% confidence interval over seeds): a tinted band
+  // between the points when `lines`, otherwise an error bar. Empty: none.
+  std::vector<double> y_low, y_high;
 };
 
 struct PlotOptions {

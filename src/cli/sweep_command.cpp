@@ -24,6 +24,16 @@ void register_sweep_command(CLI::App& app) {
   add_named_option(cmd, "output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");
   add_named_option(cmd, "diversity_limit", s->config.diversity_limit,
       "eval images for the head-diversity statistic (0: all, -1: skip; capped by max_eval_samples)");
+  add_named_option(cmd, "match_to", s->config.match_to,
+      "reference attention config: set every other config's budget knob to its pruning ratio at --model");
+  add_named_option(cmd, "match_pruning_ratio", s->config.match_pruning_ratio,
+      "set every config's budget knob to this pruning ratio at --model (instead of --match_to)");
+  add_named_option(cmd, "baseline", s->config.baseline,
+      "config name (file stem) the paired differences are taken to (default: the dense config)");
+  add_named_option(cmd, "report_name", s->config.report_name,
+      "report files: <output_dir>/<name>.md, .json, <name>_*.png (several reports can share runs)");
+  cmd->add_flag(option_names("plan"), s->config.plan_only,
+      "list each config's budget and finished runs (writing the matched configs), then stop");
   add_train_config_options(cmd, r, /*recipe_only=*/true);  // the shared recipe: finetune's flags of the same names
   cmd->add_option("--config", s->config_file, "experiment YAML whose keys are these flags' names");
   cmd->callback([s, cmd] {
@@ -38,6 +48,10 @@ void register_sweep_command(CLI::App& app) {
     }
     c.command_line = line;
     const experiments::SweepResult result = experiments::run_sweep(c);
+    if (c.plan_only) {
+      for (const auto& line : result.plan) std::cout << line << "\n";
+      return;
+    }
     std::cout << "sweep: " << result.rows.size() << " configs, " << result.runs_trained << " runs trained, "
               << result.runs_reused << " reused, " << result.skipped.size() << " skipped\n";
     for (const auto& f : result.files) std::cout << "wrote " << f << "\n";

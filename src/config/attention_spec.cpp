@@ -175,6 +175,30 @@ AttentionSpec load_attention_spec(const std::string& path) {
   return parse_attention_spec(text.str(), path);
 }
 
+std::string attention_spec_yaml(const AttentionSpec& spec) {
+  auto section = [](const char* name, const patterns::MaskKwargs& kwargs) {
+    if (kwargs.values().empty()) return std::string();
+    std::string text = std::string("  ") + name + ":\n";
+    for (const auto& [key, value] : kwargs.values()) {
+      text += "    " + key + ": ";
+      if (value.is_list) {
+        text += "[";
+        for (size_t i = 0; i < value.items.size(); ++i) text += (i ? ", " : "") + value.items[i];
+        text += "]\n";
+      } else {
+        text += value.items.at(0) + "\n";
+      }
+    }
+    return text;
+  };
+  std::string yaml = "attention:\n  backend: " + spec.backend + "\n";
+  if (spec.has_mask()) yaml += "  mask: " + spec.mask + "\n";
+  if (spec.kernel != AttentionKernel::kAuto) yaml += "  kernel: " + kernel_name(spec.kernel) + "\n";
+  yaml += section("mask_kwargs", spec.mask_kwargs);
+  yaml += section("backend_kwargs", spec.backend_kwargs);
+  return yaml;
+}
+
 const std::string& default_attention_yaml() {
   static const std::string yaml =
       "attention:\n"

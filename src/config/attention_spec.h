@@ -51,6 +51,9 @@ std::vector<std::string> kernel_names();
 
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source_name);
 AttentionSpec load_attention_spec(const std::string& path);
+// The spec as a config file that parse_attention_spec reads back to the same spec (kwargs in
+// name order; values written as given). Used to store the configs a sweep derives.
+std::string attention_spec_yaml(const AttentionSpec& spec);
 // The embedded default: Fibottention with w_min 5, w_max 65 on the Wythoff schedule.
 const std::string& default_attention_yaml();
 AttentionSpec default_attention_spec();

@@ -12,9 +12,12 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/budget_matching.h"
 #include "analysis/raster_plot.h"
+#include "analysis/seed_statistics.h"
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
+#include "models/model_shapes.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
@@ -59,12 +62,18 @@ json recipe_json(const train::TrainConfig& recipe) {
 }
 
 // Trains one (config, seed) run unless its summary.json exists; returns that summary.
-json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed, const fs::path& dir, bool& trained) {
+// `attention_yaml`: the config as run, recorded so that a changed config (or matched budget)
+// cannot reuse a finished run of the old one.
+json run_one(const SweepConfig& c, const std::string& config_path, const std::string& attention_yaml, int64_t seed,
+             const fs::path& dir, bool& trained) {
   const fs::path summary_path = dir / "summary.json";
   const json recipe = recipe_json(c.recipe);
   if (fs::exists(summary_path)) {
     trained = false;
     json summary = read_json(summary_path);
+    if (summary.contains("attention_yaml") && summary["attention_yaml"] != attention_yaml)
+      throw UsageError(dir.string() + " holds a run of another attention config than " + config_path +
+                       ": use another --output_dir or remove it");
     // A finished run of another recipe must not slip into this report.
     if (summary.contains("recipe") && summary["recipe"] != recipe) {
       // A key the finished run did not record (a field added since) counts as its default.
@@ -102,6 +111,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed,
   summary["config"] = config_path;
   summary["seed"] = seed;
   summary["recipe"] = recipe;
+  summary["attention_yaml"] = attention_yaml;
 
   const std::map<int64_t, json> epochs = read_metrics(dir / "metrics.jsonl");
   json curve = json::array();
@@ -141,6 +151,18 @@ json run_one(const SweepConfig& c, const std::string& config_path, int64_t seed,
   summary["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_file_atomically(summary_path.string(), summary.dump(2) + "\n");  // marks the run finished
   return summary;
+}
+
+// Refuses before anything is written when a finished run of `stem` ran another attention config.
+void check_finished_runs(const SweepConfig& c, const std::string& stem, const std::string& attention_yaml) {
+  for (int64_t seed : c.seeds) {
+    const fs::path summary = fs::path(c.output_dir) / stem / ("seed" + std::to_string(seed)) / "summary.json";
+    if (!fs::exists(summary)) continue;
+    const json s = read_json(summary);
+    if (s.contains("attention_yaml") && s["attention_yaml"] != attention_yaml)
+      throw UsageError(summary.parent_path().string() + " holds a run of another attention config (budget) than " +
+                       "this sweep derives for " + stem + ": use another --output_dir or remove it");
+  }
 }
 
 // Why a config cannot run here ("" when it can): pruning configs need their scores file.
@@ -184,6 +206,7 @@ SweepResult run_sweep(const SweepConfig& c) {
   struct Item {
     std::string path, stem;
     config::AttentionSpec spec;
+    std::string source_path, knob;  // the config given; path is the derived one when matched
   };
   std::vector<Item> items;
   SweepResult result;
@@ -204,31 +227,107 @@ SweepResult run_sweep(const SweepConfig& c) {
       result.skipped.push_back(path + ": " + why);
       continue;
     }
-    items.push_back({path, stem, spec});
+    items.push_back({path, stem, spec, path, ""});
   }
-  // The dense baseline first; otherwise the order given.
-  std::stable_partition(items.begin(), items.end(), [](const Item& i) {
-    return (i.spec.backend == "vit" || i.spec.backend == "dense") && !i.spec.has_mask();
-  });
+  // The baseline first (--baseline, else the dense config); otherwise the order given.
+  auto is_dense = [](const config::AttentionSpec& spec) {
+    return (spec.backend == "vit" || spec.backend == "dense") && !spec.has_mask();
+  };
+  std::string baseline = c.baseline;
+  if (baseline.empty())
+    for (const Item& i : items)
+      if (is_dense(i.spec)) {
+        baseline = i.stem;
+        break;
+      }
+  if (!c.baseline.empty() &&
+      std::none_of(items.begin(), items.end(), [&](const Item& i) { return i.stem == c.baseline; }))
+    throw UsageError("sweep: --baseline " + c.baseline + " is not the name (file stem) of one of the --configs");
+  std::stable_partition(items.begin(), items.end(), [&](const Item& i) { return i.stem == baseline; });
 
   fs::create_directories(c.output_dir);
+  // Matched budgets: every config's knob set to the reference's pruning ratio at this model.
+  if (!c.match_to.empty() && c.match_pruning_ratio >= 0)
+    throw UsageError("sweep: give --match_to or --match_pruning_ratio, not both");
+  if (!c.match_to.empty() || c.match_pruning_ratio >= 0) {
+    const models::ModelShape& shape = models::find_model_shape(c.recipe.model);
+    if (shape.is_video()) throw UsageError("sweep: budget matching needs an image model, got " + c.recipe.model);
+    result.geometry = shape.attention_geometry();
+    std::string reference;
+    if (!c.match_to.empty()) {
+      config::AttentionSpec ref = config::load_attention_spec(c.match_to);
+      config::apply_mask_kwarg_overrides(ref, c.recipe.attn_set);
+      result.target_pruning_ratio = analysis::budget_pruning_ratio(ref, result.geometry);
+      reference = fs::weakly_canonical(c.match_to).string();
+    } else {
+      result.target_pruning_ratio = c.match_pruning_ratio;
+    }
+    spdlog::info("sweep: matching budgets to pruning ratio {:.4f} at N = {}, {} layers, {} heads",
+                 result.target_pruning_ratio, result.geometry.num_tokens, result.geometry.num_layers,
+                 result.geometry.num_heads);
+    const fs::path derived = fs::path(c.output_dir) / "configs";
+    fs::create_directories(derived);
+    for (Item& item : items) {
+      if (!reference.empty() && fs::weakly_canonical(item.path).string() == reference) continue;
+      const analysis::MatchedBudget m = analysis::match_budget(item.spec, result.geometry, result.target_pruning_ratio);
+      if (m.knob.empty()) continue;  // dense, file masks: nothing to set
+      item.spec = m.spec;
+      item.knob = m.value;
+      item.path = (derived / (item.stem + ".yaml")).string();
+      spdlog::info("sweep: {}: {} -> pruning ratio {:.4f}", item.stem, item.knob, m.pruning_ratio);
+    }
+    // Every finished run checked before any derived config is (over)written.
+    for (const Item& item : items) check_finished_runs(c, item.stem, config::attention_spec_yaml(item.spec));
+    for (const Item& item : items)
+      if (!item.knob.empty())
+        write_file_atomically(item.path, fmt::format("# {} matched to pruning ratio {:.4f} at {} (N = {}): {}\n",
+                                                     item.source_path, result.target_pruning_ratio, c.recipe.model,
+                                                     result.geometry.num_tokens, item.knob) +
+                                             config::attention_spec_yaml(item.spec));
+  }
+
+  {
+    const models::ModelShape* shape = nullptr;
+    try {
+      shape = &models::find_model_shape(c.recipe.model);
+    } catch (const UsageError&) {  // a model without a registered shape: no budget in the plan
+    }
+    for (const Item& item : items) {
+      int64_t finished = 0;
+      for (int64_t seed : c.seeds)
+        finished += fs::exists(fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)) / "summary.json");
+      const std::string budget =
+          shape && !shape->is_video()
+              ? fmt::format("pruning ratio {:.4f}", analysis::budget_pruning_ratio(item.spec, shape->attention_geometry()))
+              : std::string("pruning ratio n/a");
+      result.plan.push_back(fmt::format("{}: {}{}, {}, {}/{} runs finished", item.stem, item.path,
+                                        item.knob.empty() ? "" : " (" + item.knob + ")", budget, finished,
+                                        c.seeds.size()));
+    }
+  }
+  if (c.plan_only) return result;
+
   const std::size_t total = items.size() * c.seeds.size();
   std::size_t done = 0;
   for (const Item& item : items) {
     SweepRow row;
     row.name = item.stem;
     row.config = item.path;
+    row.source_config = item.source_path;
+    row.budget_knob = item.knob;
     row.mechanism = item.spec.backend + (item.spec.has_mask() ? " / " + item.spec.mask : "");
-    row.dense = (item.spec.backend == "vit" || item.spec.backend == "dense") && !item.spec.has_mask();
+    row.dense = is_dense(item.spec);
+    row.baseline = item.stem == baseline;
     double ips = 0, div_median = 0, div_iqr = 0;
     int64_t div_runs = 0;
     std::vector<std::vector<double>> curves;
+    const std::string attention_yaml = config::attention_spec_yaml(item.spec);
     for (int64_t seed : c.seeds) {
       ++done;
       spdlog::info("sweep: run {}/{}: {} seed {}", done, total, item.stem, seed);
       bool trained = false;
-      const json s =
-          run_one(c, item.path, seed, fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)), trained);
+      const json s = run_one(c, item.path, attention_yaml, seed,
+                             fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)), trained);
       (trained ? result.runs_trained : result.runs_reused)++;
       row.seeds.push_back(seed);
       row.acc1.push_back(s.at("test_acc1").get<double>());
@@ -247,14 +346,19 @@ SweepResult run_sweep(const SweepConfig& c) {
       }
       curves.push_back(s.value("curve_test_acc1", std::vector<double>{}));
     }
-    const auto n = static_cast<double>(row.acc1.size());
-    for (double a : row.acc1) row.acc1_mean += a / n;
-    if (row.acc1.size() > 1) {
-      double ss = 0;
-      for (double a : row.acc1) ss += (a - row.acc1_mean) * (a - row.acc1_mean);
-      row.acc1_std = std::sqrt(ss / (n - 1));
+    const analysis::SeedSummary acc = analysis::summarize_seeds(row.acc1, c.confidence);
+    row.acc1_mean = acc.mean;
+    row.acc1_std = acc.std;
+    row.acc1_ci_low = acc.ci_low;
+    row.acc1_ci_high = acc.ci_high;
+    if (!result.rows.empty() && result.rows.front().baseline && result.rows.front().seeds == row.seeds) {
+      const analysis::SeedSummary d = analysis::paired_difference(row.acc1, result.rows.front().acc1, c.confidence);
+      row.has_paired = true;
+      row.paired_mean = d.mean;
+      row.paired_ci_low = d.ci_low;
+      row.paired_ci_high = d.ci_high;
     }
-    row.images_per_second = ips / n;
+    row.images_per_second = ips / static_cast<double>(row.acc1.size());
     row.has_diversity = div_runs > 0;
     if (div_runs > 0) {
       row.diversity_median = div_median / static_cast<double>(div_runs);
@@ -263,11 +367,13 @@ SweepResult run_sweep(const SweepConfig& c) {
     std::size_t epochs = 0;
     for (const auto& cv : curves) epochs = std::max(epochs, cv.size());
     for (std::size_t e = 0; e < epochs; ++e) {
-      double sum = 0;
-      int count = 0;
+      std::vector<double> at;
       for (const auto& cv : curves)
-        if (e < cv.size()) sum += cv[e], ++count;
-      row.curve.push_back(sum / count);
+        if (e < cv.size()) at.push_back(cv[e]);
+      const analysis::SeedSummary point = analysis::summarize_seeds(at, c.confidence);
+      row.curve.push_back(point.mean);
+      row.curve_low.push_back(point.ci_low);
+      row.curve_high.push_back(point.ci_high);
     }
     result.rows.push_back(std::move(row));
   }
@@ -277,9 +383,10 @@ SweepResult run_sweep(const SweepConfig& c) {
   std::vector<analysis::PlotSeries> points, curves;
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
     const SweepRow& r = result.rows[i];
-    analysis::PlotSeries p{r.name, analysis::palette_color(i), {r.attention_gflops}, {r.acc1_mean}, false, true};
+    analysis::PlotSeries p{r.name, analysis::palette_color(i), {r.attention_gflops}, {r.acc1_mean}, false, true,
+                           {r.acc1_ci_low}, {r.acc1_ci_high}};
     points.push_back(p);
-    analysis::PlotSeries cv{r.name, analysis::palette_color(i), {}, r.curve, true, true};
+    analysis::PlotSeries cv{r.name, analysis::palette_color(i), {}, r.curve, true, true, r.curve_low, r.curve_high};
     for (std::size_t e = 0; e < r.curve.size(); ++e) cv.x.push_back(static_cast<double>(e + 1));
     curves.push_back(cv);
   }
@@ -287,20 +394,20 @@ SweepResult run_sweep(const SweepConfig& c) {
     analysis::PlotOptions po;
     po.title = "Top-1 vs attention GFLOPs";
     po.x_label = "attention GFLOPs (log scale)";
-    po.y_label = "top-1 (%), mean over seeds";
+    po.y_label = fmt::format("top-1 (%), mean over seeds and {:.0f}% interval", 100 * c.confidence);
     po.log_x = true;
-    analysis::render_plot(points, po).write_png((out / "accuracy_vs_gflops.png").string());
+    analysis::render_plot(points, po).write_png((out / (c.report_name + "_accuracy_vs_gflops.png")).string());
     analysis::PlotOptions co;
     co.title = "Test top-1 per epoch";
     co.x_label = "epoch";
-    co.y_label = "test top-1 (%), mean over seeds";
-    analysis::render_plot(curves, co).write_png((out / "training_curves.png").string());
-    result.files.push_back((out / "accuracy_vs_gflops.png").string());
-    result.files.push_back((out / "training_curves.png").string());
+    co.y_label = fmt::format("test top-1 (%), mean over seeds; band: {:.0f}% interval", 100 * c.confidence);
+    analysis::render_plot(curves, co).write_png((out / (c.report_name + "_training_curves.png")).string());
+    result.files.push_back((out / (c.report_name + "_accuracy_vs_gflops.png")).string());
+    result.files.push_back((out / (c.report_name + "_training_curves.png")).string());
   }
-  write_file_atomically((out / "report.json").string(), sweep_report_json(c, result).dump(2) + "\n");
-  write_file_atomically((out / "report.md").string(), sweep_report_markdown(c, result));
-  result.files.insert(result.files.begin(), {(out / "report.md").string(), (out / "report.json").string()});
+  write_file_atomically((out / (c.report_name + ".json")).string(), sweep_report_json(c, result).dump(2) + "\n");
+  write_file_atomically((out / (c.report_name + ".md")).string(), sweep_report_markdown(c, result));
+  result.files.insert(result.files.begin(), {(out / (c.report_name + ".md")).string(), (out / (c.report_name + ".json")).string()});
   return result;
 }
 
@@ -309,12 +416,16 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
   for (const SweepRow& r : result.rows) {
     json row = {{"method", r.name},
                 {"config", r.config},
+                {"source_config", r.source_config},
+                {"budget_knob", r.budget_knob},
                 {"mechanism", r.mechanism},
-                {"dense_baseline", r.dense},
+                {"dense", r.dense},
+                {"baseline", r.baseline},
                 {"seeds", r.seeds},
                 {"test_acc1", r.acc1},
                 {"test_acc1_mean", r.acc1_mean},
                 {"test_acc1_std", r.acc1_std},
+                {"test_acc1_ci", {r.acc1_ci_low, r.acc1_ci_high}},
                 {"attention_gflops", r.attention_gflops},
                 {"attention_gflops_patch", r.attention_gflops_patch},
                 {"attention_gflops_paid", r.attention_gflops_paid},
@@ -322,23 +433,40 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"density", r.density},
                 {"params", r.params},
                 {"train_images_per_second", r.images_per_second},
-                {"curve_test_acc1", r.curve}};
+                {"curve_test_acc1", r.curve},
+                {"curve_test_acc1_ci_low", r.curve_low},
+                {"curve_test_acc1_ci_high", r.curve_high}};
+    row["paired_difference_to_baseline"] =
+        r.has_paired ? json{{"mean", r.paired_mean}, {"ci", {r.paired_ci_low, r.paired_ci_high}}} : json(nullptr);
     row["head_diversity_median"] = r.has_diversity ? json(r.diversity_median) : json(nullptr);
     row["head_diversity_iqr"] = r.has_diversity ? json(r.diversity_iqr) : json(nullptr);
     rows.push_back(row);
   }
-  return {{"recipe", recipe_json(c.recipe)},
-          {"seeds", c.seeds},
-          {"diversity_limit", c.diversity_limit},
-          {"std", "sample standard deviation over seeds (n - 1)"},
-          {"head_diversity", "per run: median and Q3 - Q1 (linear interpolation) over the eval images; mean over seeds"},
-          {"rows", rows},
-          {"skipped", result.skipped}};
+  json report = {{"recipe", recipe_json(c.recipe)},
+                 {"seeds", c.seeds},
+                 {"diversity_limit", c.diversity_limit},
+                 {"std", "sample standard deviation over seeds (n - 1)"},
+                 {"confidence", c.confidence},
+                 {"ci", "mean +- t_{(1+confidence)/2, n-1} * std / sqrt(n) over seeds (Student's t); the mean for one seed"},
+                 {"baseline", result.rows.empty() || !result.rows.front().baseline ? json(nullptr)
+                                                                                    : json(result.rows.front().name)},
+                 {"paired_difference", "per seed: method top-1 - baseline top-1 (same seed = same data order); "
+                                       "mean and t interval of those differences"},
+                 {"head_diversity", "per run: median and Q3 - Q1 (linear interpolation) over the eval images; mean over seeds"},
+                 {"rows", rows},
+                 {"skipped", result.skipped}};
+  if (result.target_pruning_ratio >= 0)
+    report["budget_matching"] = {{"target_pruning_ratio", result.target_pruning_ratio},
+                                 {"reference", c.match_to.empty() ? json(nullptr) : json(c.match_to)},
+                                 {"num_tokens", result.geometry.num_tokens},
+                                 {"num_layers", result.geometry.num_layers},
+                                 {"num_heads", result.geometry.num_heads}};
+  return report;
 }
 
 std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& result) {
   const auto& rows = result.rows;
-  // Best per column: highest top-1, lowest GFLOPs, highest pruning ratio, images/s, diversity.
+  // Best per column: lowest GFLOPs, highest pruning ratio, images/s, diversity.
   auto best = [&](auto value, bool highest, auto valid) {
     double b = highest ? -1e300 : 1e300;
     for (const SweepRow& r : rows)
@@ -346,12 +474,24 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
     return b;
   };
   auto always = [](const SweepRow&) { return true; };
-  const double best_acc = best([](const SweepRow& r) { return std::round(r.acc1_mean * 100); }, true, always);
   const double best_gflops = best([](const SweepRow& r) { return r.attention_gflops; }, false, always);
   const double best_pr = best([](const SweepRow& r) { return std::round(r.pruning_ratio * 1e4); }, true, always);
   const double best_ips = best([](const SweepRow& r) { return std::round(r.images_per_second); }, true, always);
   const double best_div = best([](const SweepRow& r) { return std::round(r.diversity_median * 1e3); }, true,
                                [](const SweepRow& r) { return r.has_diversity; });
+  // Top-1: the highest mean is marked only when its interval separates from every other row's.
+  std::size_t top = rows.size();
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (top == rows.size() || rows[i].acc1_mean > rows[top].acc1_mean) top = i;
+  auto interval = [](const SweepRow& r) {
+    analysis::SeedSummary s;
+    s.n = static_cast<int>(r.acc1.size());
+    s.mean = r.acc1_mean, s.ci_low = r.acc1_ci_low, s.ci_high = r.acc1_ci_high;
+    return s;
+  };
+  bool top_separates = top < rows.size() && rows.size() > 1 && c.seeds.size() > 1;
+  for (std::size_t i = 0; i < rows.size() && top_separates; ++i)
+    if (i != top && !analysis::intervals_separate(interval(rows[top]), interval(rows[i]))) top_separates = false;
   auto bold = [](bool on, const std::string& s) { return on ? "**" + s + "**" : s; };
 
   std::string seeds;
@@ -363,13 +503,32 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
   md += fmt::format("Model `{}` on `{}`, {} epochs, seeds {} (same seed = same data order for every method), "
                     "generated {}.\n\n",
                     c.recipe.model, c.recipe.dataset, c.recipe.epochs, seeds, date);
+  if (result.target_pruning_ratio >= 0)
+    md += fmt::format("Budgets matched to pruning ratio {:.4f}{} at N = {} tokens, {} layers, {} heads: each config's "
+                      "budget knob (column *budget*) set to the value closest to it; the derived configs are in "
+                      "`configs/`.\n\n",
+                      result.target_pruning_ratio, c.match_to.empty() ? "" : " (that of `" + c.match_to + "`)",
+                      result.geometry.num_tokens, result.geometry.num_layers, result.geometry.num_heads);
   if (!c.command_line.empty()) md += "```\n" + c.command_line + "\n```\n\n";
-  md += "| method | mechanism | top-1 (%) mean ± std | attention GFLOPs | pruning ratio | train images/s | "
-        "head diversity median (IQR) |\n|---|---|---|---|---|---|---|\n";
-  for (const SweepRow& r : rows) {
+  const int pct = static_cast<int>(std::lround(100 * c.confidence));
+  const std::string base = !rows.empty() && rows.front().baseline ? rows.front().name : std::string("baseline");
+  md += fmt::format("| method | mechanism | budget | top-1 (%) mean ± std | {}% CI | Δ vs {} (paired) [{}% CI] | "
+                    "attention GFLOPs | pruning ratio | train images/s | head diversity median (IQR) |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|\n", pct, base, pct);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
     const std::string div = r.has_diversity ? fmt::format("{:.3f} ({:.3f})", r.diversity_median, r.diversity_iqr) : "n/a";
-    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} |\n", r.name, r.dense ? " (baseline)" : "", r.mechanism,
-                      bold(std::round(r.acc1_mean * 100) == best_acc, pm(r.acc1_mean, r.acc1_std)),
+    std::string paired = r.baseline ? "—" : "n/a";
+    if (r.has_paired) {
+      const bool excludes_zero = r.paired_ci_low > 0 || r.paired_ci_high < 0;
+      paired = bold(excludes_zero && c.seeds.size() > 1,
+                    fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", r.paired_mean, r.paired_ci_low, r.paired_ci_high));
+    }
+    md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.baseline ? " (baseline)" : "",
+                      r.mechanism, r.budget_knob.empty() ? "as given" : "`" + r.budget_knob + "`",
+                      bold(i == top && top_separates, pm(r.acc1_mean, r.acc1_std)),
+                      fmt::format("[{:.2f}, {:.2f}]", r.acc1_ci_low, r.acc1_ci_high),
+                      paired,
                       bold(r.attention_gflops == best_gflops, fmt::format("{:.6f}", r.attention_gflops)) +
                           (std::abs(r.attention_gflops_paid - r.attention_gflops) > 1e-9
                                ? fmt::format(" (paid {:.6f})", r.attention_gflops_paid)
@@ -378,14 +537,18 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
                       bold(std::round(r.images_per_second) == best_ips, fmt::format("{:.0f}", r.images_per_second)),
                       bold(r.has_diversity && std::round(r.diversity_median * 1e3) == best_div, div));
   }
-  md += "\nBold: the best value of each column (highest top-1, lowest attention GFLOPs, highest pruning ratio, "
-        "highest train images/s, highest head diversity), compared at the precision shown. "
-        "Std is the sample standard deviation over seeds. Attention GFLOPs and pruning ratio are those of the patterns "
-        "the model runs (the `flops` command's numbers; equivalent pairs for backends without a pattern); for a scheduled "
-        "budget (top-k's k_start -> k_end) the final one, with the mean paid during training in parentheses. Head "
-        "diversity: per image, the mean over head pairs of ‖Y_i − Y_j‖_F / (‖Y_i‖_F + ‖Y_j‖_F) on the last layer's "
-        "per-head outputs; per run the median and IQR (Q3 − Q1, linear interpolation) over the evaluation images, "
-        "averaged over seeds.\n\n";
+  md += fmt::format(
+      "\nStd is the sample standard deviation over seeds; the {0}% CI is Student's t interval of the mean over seeds. "
+      "Δ is the paired difference to the baseline (per seed: method − baseline, same data order) with its t interval; bold when "
+      "that interval excludes 0. The highest top-1 is bold only when its interval separates from every other row's "
+      "({1}). Other columns: bold marks the best value (lowest attention GFLOPs, highest pruning ratio, highest "
+      "train images/s, highest head diversity) at the precision shown. Attention GFLOPs and pruning ratio are those "
+      "of the patterns the model runs (the `flops` command's numbers; equivalent pairs for backends without a "
+      "pattern); for a scheduled budget (top-k's k_start -> k_end) the final one, with the mean paid during "
+      "training in parentheses. Head diversity: per image, the mean over head pairs of ‖Y_i − Y_j‖_F / "
+      "(‖Y_i‖_F + ‖Y_j‖_F) on the last layer's per-head outputs; per run the median and IQR (Q3 − Q1, linear "
+      "interpolation) over the evaluation images, averaged over seeds.\n\n",
+      pct, top_separates ? "here it does" : "here it does not: no row is marked");
   md += "Per-seed top-1:\n\n";
   for (const SweepRow& r : rows) {
     md += "- " + r.name + ":";
@@ -396,7 +559,8 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
     md += "\nSkipped:\n\n";
     for (const auto& s : result.skipped) md += "- " + s + "\n";
   }
-  md += "\n![accuracy vs attention GFLOPs](accuracy_vs_gflops.png)\n\n![training curves](training_curves.png)\n";
+  md += fmt::format("\n![accuracy vs attention GFLOPs]({0}_accuracy_vs_gflops.png)\n\n![training curves]({0}_training_curves.png)\n",
+                    c.report_name);
   return md;
 }
 

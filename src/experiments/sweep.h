@@ -1,7 +1,11 @@
 // The matched-budget comparison (`sparsevit sweep`): every attention config trained with one
 // recipe and, per seed, one data order; resumable run by run; then report.md (the literature's
-// table: top-1 mean +- std over seeds, attention GFLOPs, pruning ratio, train images/s, head
-// diversity), report.json and PNG plots (accuracy vs attention GFLOPs, test top-1 per epoch).
+// table: top-1 mean, sample std and 95% t interval over seeds, the paired difference to the
+// dense baseline, attention GFLOPs, pruning ratio, train images/s, head diversity), report.json
+// and PNG plots (accuracy vs attention GFLOPs, test top-1 per epoch with interval bands).
+// With --match_to / --match_pruning_ratio every config's budget knob is first set to one
+// pruning ratio at the model's geometry (analysis/budget_matching.h); the derived configs are
+// written to <output_dir>/configs/ and the runs use them.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/finetune.h"
+#include "util/attention_geometry.h"
 
 namespace sparsevit::experiments {
 
@@ -22,16 +27,30 @@ struct SweepConfig {
   train::TrainConfig recipe;
   int64_t diversity_limit = 10000;    // eval images for head diversity (also capped by max_eval_samples); -1: skip
   std::string command_line;           // recorded in report.md
+  // Budget matching: the reference config whose pruning ratio every other config is matched
+  // to, or an explicit ratio (>= 0). At most one; neither: the configs run as written.
+  std::string match_to;
+  double match_pruning_ratio = -1;
+  double confidence = 0.95;           // of the intervals in the report
+  std::string baseline;               // config stem the paired differences are taken to ("": the dense config)
+  std::string report_name = "report"; // <output_dir>/<report_name>.md/.json and <report_name>_*.png
+  bool plan_only = false;             // match budgets, write the derived configs, list the plan; train nothing
 };
 
 struct SweepRow {
   std::string name;                   // the config's file stem
   std::string config;                 // its path
   std::string mechanism;              // backend / mask, e.g. "vit / fibo"
-  bool dense = false;                 // the baseline: backend vit without a mask
+  bool dense = false;                 // backend vit without a mask
+  bool baseline = false;              // the row paired differences are taken to (listed first)
   std::vector<int64_t> seeds;
   std::vector<double> acc1;           // per seed, final test top-1 (%)
   double acc1_mean = 0, acc1_std = 0; // std: sample standard deviation (n - 1), 0 for one seed
+  double acc1_ci_low = 0, acc1_ci_high = 0;      // t interval over seeds (the mean when one seed)
+  bool has_paired = false;                       // the baseline ran the same seeds
+  double paired_mean = 0, paired_ci_low = 0, paired_ci_high = 0;  // acc1 - baseline's, per seed
+  std::string budget_knob;            // "keys_per_query=3" when matching set it, else ""
+  std::string source_config;          // the config given (config is the derived one when matched)
   double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
   double attention_gflops_paid = 0;   // mean per sample over training (differs for scheduled budgets)
   int64_t params = 0;
@@ -40,14 +59,19 @@ struct SweepRow {
   bool has_diversity = false;         // false when the backend has no per-head outputs
   double diversity_median = 0, diversity_iqr = 0;  // means over seeds of each run's median / IQR
   std::vector<double> curve;          // test top-1 per epoch, mean over seeds
+  std::vector<double> curve_low, curve_high;  // its t interval per epoch (seeds that reached it)
 };
 
 struct SweepResult {
+  double target_pruning_ratio = -1;   // the matched budget, -1 when configs ran as written
+  AttentionGeometry geometry;         // where budgets were matched
   std::vector<SweepRow> rows;         // dense baseline first, then in the configs' order
   std::vector<std::string> skipped;   // "config: reason"
   int64_t runs_trained = 0;           // runs (re)started by this call
   int64_t runs_reused = 0;            // finished runs found (summary.json) and not redone
   std::vector<std::string> files;     // report.md, report.json, PNGs
+  // Per config: "stem: config, budget knob, pruning ratio at the model, runs finished / to train".
+  std::vector<std::string> plan;
 };
 
 SweepResult run_sweep(const SweepConfig& config);

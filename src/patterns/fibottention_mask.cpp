@@ -67,7 +67,8 @@ Pattern build_fibottention(const MaskContext& ctx, const MaskKwargs& kw) {
   std::vector<int32_t> globals;
 
   if (compat == "reference") {
-    for (const char* unsupported : {"sequence", "w_min", "w_max", "step", "shift", "shift_per_head", "seed"})
+    for (const char* unsupported :
+         {"sequence", "w_min", "w_max", "step", "shift", "shift_per_head", "seed", "include_diagonal"})
       if (kw.has(unsupported))
         throw UsageError(kw.describe(unsupported) + ": not used by `compat: reference` (its windows and head "
                          "order are fixed by the reference implementation)");
@@ -96,7 +97,9 @@ Pattern build_fibottention(const MaskContext& ctx, const MaskKwargs& kw) {
       throw UsageError(kw.describe("w_min") + ": w_min (" + std::to_string(w_min) + ") must be <= w_max (" +
                        std::to_string(w_max) + ")");
     const int64_t largest_offset = ctx.num_tokens - 1;
+    const bool diagonal = kw.get_bool("include_diagonal", false);  // the paper's ablation (off by default)
     for (int64_t i = 1; i <= heads; ++i) {
+      if (diagonal) offsets[i - 1].push_back(0);
       int64_t w = head_window(i, heads, w_min, w_max);
       if (w > largest_offset && largest_offset >= 1) {
         pattern.add_warning("fibo: window " + std::to_string(w) + " of head " + std::to_string(i) +
@@ -134,6 +137,7 @@ MaskGenerator fibottention_generator() {
           {"step", "2", "`sequence: arithmetic`: the common difference c"},
           {"shift_per_head", "false", "`sequence: arithmetic`: head i starts at (i-1) mod c instead of c"},
           {"shift", "0", "`sequence: fib_shifted`: head i uses Fib(i+shift, i+shift)"},
+          {"include_diagonal", "false", "ablation: every head also attends its own token (offset 0, the principal diagonal)"},
           class_token_kwarg_doc(),
           {"shuffle_layers", "true", "permute the heads' patterns per layer with a seeded permutation"},
           {"seed", "0", "seed of the per-layer head permutation"},

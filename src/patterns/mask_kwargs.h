@@ -24,6 +24,11 @@ class MaskKwargs {
   MaskKwargs& set_from_assignment(const std::string& assignment);
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
+  // Removes a kwarg (no-op when absent): budget matching drops the alternatives to its knob.
+  MaskKwargs& erase(const std::string& name) {
+    values_.erase(name);
+    return *this;
+  }
   bool is_list(const std::string& name) const;
   std::vector<std::string> names() const;
   const std::map<std::string, Value>& values() const { return values_; }

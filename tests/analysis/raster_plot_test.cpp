@@ -54,5 +54,32 @@ TEST(RasterPlot, ChartHasItsSeriesColoursAndLegend) {
   EXPECT_GT(seen_b, 40);   // a marker and the swatch
 }
 
+TEST(RasterPlot, IntervalsAreBandsForLinesAndErrorBarsForPoints) {
+  // A flat line at 50 with a band 40..60, and a single point with an error bar.
+  PlotSeries band{"band", palette_color(0), {1, 2, 3}, {50, 50, 50}};
+  band.y_low = {40, 40, 40};
+  band.y_high = {60, 60, 60};
+  PlotSeries bar{"bar", palette_color(1), {2}, {45}, false, true, {30}, {55}};
+  const Canvas c = render_plot({band, bar}, PlotOptions{});
+  const Rgb col = palette_color(0);
+  const Rgb tint{static_cast<uint8_t>((col.r + 3 * 255) / 4), static_cast<uint8_t>((col.g + 3 * 255) / 4),
+                 static_cast<uint8_t>((col.b + 3 * 255) / 4)};
+  int tinted = 0, bar_pixels = 0;
+  for (int y = 0; y < c.height(); ++y)
+    for (int x = 0; x < c.width(); ++x) {
+      tinted += c.pixel(x, y) == tint;
+      bar_pixels += c.pixel(x, y) == palette_color(1);
+    }
+  // The band spans the plot's width between 40 and 60: many thousand pixels, the line over it.
+  EXPECT_GT(tinted, 20000);
+  EXPECT_GT(bar_pixels, 60);  // the bar (30..55 is most of the height) + caps + marker + swatch
+  // Without intervals nothing is tinted.
+  const Canvas plain = render_plot({PlotSeries{"band", col, {1, 2, 3}, {50, 50, 50}}}, PlotOptions{});
+  int plain_tinted = 0;
+  for (int y = 0; y < plain.height(); ++y)
+    for (int x = 0; x < plain.width(); ++x) plain_tinted += plain.pixel(x, y) == tint;
+  EXPECT_EQ(plain_tinted, 0);
+}
+
 }  // namespace
 }  // namespace sparsevit::analysis

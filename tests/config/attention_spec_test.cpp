@@ -637,5 +637,33 @@ TEST(AttentionSpec, DuplicateKeysAreErrorsWithTheirLine) {
   }
 }
 
+TEST(AttentionSpec, YamlWriterRoundTripsEveryShippedConfig) {
+  // What a sweep writes for its matched configs must read back to the same spec: the same
+  // backend, mask, kernel and kwargs (lists included), and the same patterns.
+  int checked = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(kConfigDir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const AttentionSpec spec = load_attention_spec(entry.path().string());
+    const std::string yaml = attention_spec_yaml(spec);
+    const AttentionSpec back = parse_attention_spec(yaml, "written.yaml");
+    EXPECT_EQ(back.backend, spec.backend) << entry.path();
+    EXPECT_EQ(back.mask, spec.mask) << entry.path();
+    EXPECT_EQ(back.kernel, spec.kernel) << entry.path();
+    for (const auto* pair : {&spec.mask_kwargs, &spec.backend_kwargs}) {
+      const auto& mine = pair == &spec.mask_kwargs ? back.mask_kwargs : back.backend_kwargs;
+      ASSERT_EQ(mine.names(), pair->names()) << entry.path();
+      for (const auto& [name, value] : pair->values()) {
+        EXPECT_EQ(mine.values().at(name).items, value.items) << entry.path() << " " << name;
+        EXPECT_EQ(mine.values().at(name).is_list, value.is_list) << entry.path() << " " << name;
+      }
+    }
+    EXPECT_EQ(attention_spec_yaml(back), yaml);
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
+  AttentionSpec masked = parse_attention_spec("attention:\n  mask: local\n  kernel: masked\n", "k.yaml");
+  EXPECT_EQ(parse_attention_spec(attention_spec_yaml(masked), "w.yaml").kernel, AttentionKernel::kMasked);
+}
+
 }  // namespace
 }  // namespace sparsevit::config

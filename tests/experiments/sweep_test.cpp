@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,7 +93,9 @@ TEST_F(SweepTest, ReportHasOneRowPerConfigDenseFirst) {
   const auto& rows = report.at("rows");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0]["method"], "vit_dense");
-  EXPECT_TRUE(rows[0]["dense_baseline"].get<bool>());
+  EXPECT_TRUE(rows[0]["baseline"].get<bool>());
+  EXPECT_TRUE(rows[0]["dense"].get<bool>());
+  EXPECT_EQ(report["baseline"], "vit_dense");
   EXPECT_EQ(rows[1]["method"], "vit_fibottention_small");
   EXPECT_EQ(rows[2]["method"], "vit_linformer");
   for (const auto& row : rows) {
@@ -112,6 +115,88 @@ TEST_F(SweepTest, ReportHasOneRowPerConfigDenseFirst) {
   // The runs are where the layout says, each marked finished.
   EXPECT_TRUE(fs::exists(out / "vit_linformer" / "seed1" / "summary.json"));
   EXPECT_TRUE(fs::exists(out / "vit_dense" / "seed0" / "checkpoint.pt"));
+}
+
+TEST_F(SweepTest, IntervalsAndPairedDifferencesFollowFromThePerSeedValues) {
+  // Recomputed by hand from report.json's per-seed top-1: t(0.975, 1 dof) = 12.7062047.
+  const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
+  const double t = 12.706204736174698;
+  const auto& rows = report.at("rows");
+  const std::vector<double> dense = rows[0]["test_acc1"].get<std::vector<double>>();
+  for (const auto& row : rows) {
+    const std::vector<double> a = row["test_acc1"].get<std::vector<double>>();
+    const double mean = (a[0] + a[1]) / 2, sd = std::abs(a[0] - a[1]) / std::sqrt(2.0);
+    EXPECT_NEAR(row["test_acc1_mean"].get<double>(), mean, 1e-9);
+    EXPECT_NEAR(row["test_acc1_std"].get<double>(), sd, 1e-9);
+    EXPECT_NEAR(row["test_acc1_ci"][0].get<double>(), mean - t * sd / std::sqrt(2.0), 1e-6);
+    EXPECT_NEAR(row["test_acc1_ci"][1].get<double>(), mean + t * sd / std::sqrt(2.0), 1e-6);
+    if (row["baseline"].get<bool>()) {
+      EXPECT_TRUE(row["paired_difference_to_baseline"].is_null());
+      continue;
+    }
+    const double d0 = a[0] - dense[0], d1 = a[1] - dense[1];
+    const double dm = (d0 + d1) / 2, dsd = std::abs(d0 - d1) / std::sqrt(2.0);
+    const auto& pd = row["paired_difference_to_baseline"];
+    EXPECT_NEAR(pd["mean"].get<double>(), dm, 1e-9);
+    EXPECT_NEAR(pd["ci"][0].get<double>(), dm - t * dsd / std::sqrt(2.0), 1e-6);
+    EXPECT_NEAR(pd["ci"][1].get<double>(), dm + t * dsd / std::sqrt(2.0), 1e-6);
+    // Per-epoch curve with its interval (one epoch here).
+    EXPECT_EQ(row["curve_test_acc1_ci_low"].size(), 1u);
+    EXPECT_LE(row["curve_test_acc1_ci_low"][0].get<double>(), row["curve_test_acc1"][0].get<double>());
+  }
+  const std::string md = read_text(root_ / "sweep" / "report.md");
+  EXPECT_NE(md.find("95% CI"), std::string::npos);
+  EXPECT_NE(md.find("Δ vs vit_dense (paired)"), std::string::npos);
+}
+
+TEST_F(SweepTest, MatchedBudgetsDeriveConfigsAndRefuseStaleRuns) {
+  SweepConfig c = config();
+  c.configs = {config_path("vit_fibottention_small"), config_path("vit_random"), config_path("vit_linformer")};
+  c.seeds = {0};
+  c.output_dir = (root_ / "matched").string();
+  c.match_to = config_path("vit_fibottention_small");
+  c.baseline = "vit_fibottention_small";
+  c.report_name = "matched";
+  // --plan: derived configs and the plan, no training.
+  c.plan_only = true;
+  const SweepResult plan = run_sweep(c);
+  EXPECT_EQ(plan.runs_trained, 0);
+  ASSERT_EQ(plan.plan.size(), 3u);
+  EXPECT_NE(plan.plan[1].find("keys_per_query="), std::string::npos) << plan.plan[1];
+  EXPECT_NE(plan.plan[1].find("0/1 runs finished"), std::string::npos) << plan.plan[1];
+  EXPECT_FALSE(fs::exists(root_ / "matched" / "matched.md"));
+  c.plan_only = false;
+  const SweepResult r = run_sweep(c);
+  EXPECT_EQ(r.runs_trained, 3);
+  EXPECT_NEAR(r.target_pruning_ratio, 0.92, 1e-9);
+  const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "matched" / "matched.json"));
+  EXPECT_EQ(report["budget_matching"]["num_tokens"], 50);
+  EXPECT_EQ(report["baseline"], "vit_fibottention_small");
+  const auto& rows = report.at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["method"], "vit_fibottention_small");  // the reference runs as written
+  EXPECT_EQ(rows[0]["budget_knob"], "");
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    // The derived config is the one the run used, and its budget is what the model ran.
+    const std::string derived = rows[i]["config"].get<std::string>();
+    EXPECT_EQ(fs::path(derived).parent_path(), root_ / "matched" / "configs");
+    const analysis::AttentionReport rep = analysis::attention_report(
+        config::load_attention_spec(derived), models::find_model_shape("vit_nano_patch4_28").attention_geometry());
+    EXPECT_DOUBLE_EQ(rows[i]["pruning_ratio"].get<double>(), rep.pruning_ratio);
+    EXPECT_NEAR(rows[i]["pruning_ratio"].get<double>(), 0.92, 0.01) << rows[i]["method"];
+    EXPECT_FALSE(rows[i]["budget_knob"].get<std::string>().empty());
+  }
+  EXPECT_TRUE(fs::exists(root_ / "matched" / "matched.md"));
+  EXPECT_TRUE(fs::exists(root_ / "matched" / "matched_training_curves.png"));
+  // Another budget derives other configs: the finished runs of the old ones are refused.
+  c.match_to.clear();
+  c.match_pruning_ratio = 0.8;
+  EXPECT_THROW(run_sweep(c), UsageError);
+  c.match_to = config_path("vit_fibottention_small");
+  EXPECT_THROW(run_sweep(c), UsageError);  // both given
+  c.match_pruning_ratio = -1;
+  c.baseline = "no_such_config";
+  EXPECT_THROW(run_sweep(c), UsageError);
 }
 
 TEST_F(SweepTest, AttentionGflopsAreTheFlopsCommandNumbers) {

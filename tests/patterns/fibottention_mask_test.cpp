@@ -119,6 +119,21 @@ TEST(FibottentionMask, AblationSequences) {
             (std::vector<int32_t>{1, 2, 3, 5}));
 }
 
+TEST(FibottentionMask, IncludeDiagonalAddsOffsetZeroToEveryHead) {
+  // The paper's pattern leaves the principal diagonal out; the ablation puts it back in every
+  // head: one more diagonal of P patch pairs per head, nothing else changed.
+  const Pattern without = fibo(50, 4, 0, 1, unshuffled());
+  const Pattern with = fibo(50, 4, 0, 1, unshuffled().set_scalar("include_diagonal", "true"));
+  for (int32_t h = 0; h < 4; ++h) {
+    std::vector<int32_t> expected = {0};
+    for (int32_t o : without.diagonals(h)->offsets) expected.push_back(o);
+    EXPECT_EQ(with.diagonals(h)->offsets, expected) << h;
+    EXPECT_EQ(patch_edges(with, h), patch_edges(without, h) + 49) << h;
+  }
+  EXPECT_THROW(fibo(50, 4, 0, 1, MaskKwargs().set_scalar("compat", "reference").set_scalar("include_diagonal", "true")),
+               UsageError);
+}
+
 TEST(FibottentionMask, ClassTokenNoneTreatsTokenZeroAsAPatch) {
   const Pattern p = fibo(20, 2, 0, 1, unshuffled().set_scalar("class_token", "none"), 0);
   EXPECT_TRUE(p.diagonals(0)->global_tokens.empty());
