@@ -27,7 +27,8 @@ void register_sweep_command(CLI::App& app) {
   add_named_option(cmd, "match_to", s->config.match_to,
       "reference attention config: set every other config's budget knob to its pruning ratio at --model");
   add_named_option(cmd, "match_pruning_ratio", s->config.match_pruning_ratio,
-      "set every config's budget knob to this pruning ratio at --model (instead of --match_to)");
+      "set every config's budget knob to this pruning ratio at --model (instead of --match_to)")
+      ->check(CLI::Range(0.0, 1.0));
   add_named_option(cmd, "baseline", s->config.baseline,
       "config name (file stem) the paired differences are taken to (default: the dense config)");
   add_named_option(cmd, "report_name", s->config.report_name,

@@ -249,6 +249,8 @@ SweepResult run_sweep(const SweepConfig& c) {
   // Matched budgets: every config's knob set to the reference's pruning ratio at this model.
   if (!c.match_to.empty() && c.match_pruning_ratio >= 0)
     throw UsageError("sweep: give --match_to or --match_pruning_ratio, not both");
+  if (c.match_pruning_ratio > 1)
+    throw UsageError(fmt::format("sweep: --match_pruning_ratio {} is outside [0, 1]", c.match_pruning_ratio));
   if (!c.match_to.empty() || c.match_pruning_ratio >= 0) {
     const models::ModelShape& shape = models::find_model_shape(c.recipe.model);
     if (shape.is_video()) throw UsageError("sweep: budget matching needs an image model, got " + c.recipe.model);

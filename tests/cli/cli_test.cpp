@@ -436,6 +436,24 @@ TEST(Cli, SweepTakesAnExperimentConfigAndEveryRangeIsChecked) {
   const std::string per_run = dir.file("per_run.yaml", "seed: 3\n");
   expect_usage_error(run("sweep --configs " + quote(cfg("vit_dense.yaml")) + " --config " + quote(per_run)),
                      "unknown key 'seed'");
+  // Budget matching: the plan names each config's knob and achieved pruning ratio at the model;
+  // a bad target or a missing reference is a one-line usage error.
+  const std::string out = (dir.path() / "plan").string();
+  const Result plan = run("sweep --plan --model vit_nano_patch4_28 --output_dir " + quote(out) + " --configs " +
+                          quote(cfg("vit_dense.yaml")) + " " + quote(cfg("vit_random.yaml")) + " --match_to " +
+                          quote(cfg("vit_fibottention_small.yaml")));
+  EXPECT_EQ(plan.exit_code, 0) << plan.describe();
+  EXPECT_NE(plan.out.find("vit_random: "), std::string::npos) << plan.describe();
+  EXPECT_NE(plan.out.find("(keys_per_query=4), pruning ratio 0.9184, 0/1 runs finished"), std::string::npos)
+      << plan.describe();
+  EXPECT_TRUE(fs::exists(fs::path(out) / "configs" / "vit_random.yaml"));
+  EXPECT_FALSE(fs::exists(fs::path(out) / "report.md"));
+  expect_usage_error(run("sweep --plan --model vit_nano_patch4_28 --output_dir " + quote(out) + " --configs " +
+                         quote(cfg("vit_random.yaml")) + " --match_pruning_ratio 1.5"),
+                     "--match-pruning-ratio: Value 1.5 not in range");
+  expect_usage_error(run("sweep --plan --model vit_nano_patch4_28 --output_dir " + quote(out) + " --configs " +
+                         quote(cfg("vit_random.yaml")) + " --match_to " + quote((dir.path() / "missing.yaml").string())),
+                     "cannot read attention config");
   // Ranges come from the one field list: each form of message.
   expect_usage_error(run("finetune --accum_iter 0"), "--accum_iter must be >= 1");
   expect_usage_error(run("finetune --smoothing 1"), "--smoothing must be in [0, 1)");
