@@ -435,6 +435,7 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"density", r.density},
                 {"params", r.params},
                 {"train_images_per_second", r.images_per_second},
+                {"run_seconds", r.seconds},
                 {"curve_test_acc1", r.curve},
                 {"curve_test_acc1_ci_low", r.curve_low},
                 {"curve_test_acc1_ci_high", r.curve_high}};

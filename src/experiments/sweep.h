@@ -55,7 +55,7 @@ struct SweepRow {
   double attention_gflops_paid = 0;   // mean per sample over training (differs for scheduled budgets)
   int64_t params = 0;
   double images_per_second = 0;       // train images/s, mean over epochs and seeds
-  double seconds = 0;                 // training + evaluation time summed over seeds
+  double seconds = 0;                 // training + evaluation time summed over seeds (wall, per run)
   bool has_diversity = false;         // false when the backend has no per-head outputs
   double diversity_median = 0, diversity_iqr = 0;  // means over seeds of each run's median / IQR
   std::vector<double> curve;          // test top-1 per epoch, mean over seeds
