@@ -366,6 +366,7 @@ SweepResult run_sweep(const SweepConfig& c) {
       row.diversity_median = div_median / static_cast<double>(div_runs);
       row.diversity_iqr = div_iqr / static_cast<double>(div_runs);
     }
+    row.seed_curves = curves;
     std::size_t epochs = 0;
     for (const auto& cv : curves) epochs = std::max(epochs, cv.size());
     for (std::size_t e = 0; e < epochs; ++e) {
@@ -437,6 +438,7 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"train_images_per_second", r.images_per_second},
                 {"run_seconds", r.seconds},
                 {"curve_test_acc1", r.curve},
+                {"curves_test_acc1_per_seed", r.seed_curves},
                 {"curve_test_acc1_ci_low", r.curve_low},
                 {"curve_test_acc1_ci_high", r.curve_high}};
     row["paired_difference_to_baseline"] =

@@ -58,6 +58,7 @@ struct SweepRow {
   double seconds = 0;                 // training + evaluation time summed over seeds (wall, per run)
   bool has_diversity = false;         // false when the backend has no per-head outputs
   double diversity_median = 0, diversity_iqr = 0;  // means over seeds of each run's median / IQR
+  std::vector<std::vector<double>> seed_curves;  // test top-1 per epoch, per seed
   std::vector<double> curve;          // test top-1 per epoch, mean over seeds
   std::vector<double> curve_low, curve_high;  // its t interval per epoch (seeds that reached it)
 };

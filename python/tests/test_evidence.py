@@ -1,0 +1,78 @@
+"""The committed evidence (docs/results/evidence/*/<report>.json, written by `sparsevit sweep`)
+checked independently of the C++ that wrote it: every row's mean, sample std and Student-t
+interval, every paired difference to the baseline, and the per-epoch bands recomputed with SciPy
+from the per-seed values; the report's claim of a separated best row recomputed; and each row's
+budget recomputed with `sparsevit masks` on the committed derived config."""
+import glob
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+stats = pytest.importorskip("scipy.stats")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("SPARSEVIT_BUILD", os.path.join(ROOT, "build"))
+REPORTS = sorted(p for p in glob.glob(os.path.join(ROOT, "docs", "results", "evidence", "*", "*.json")))
+
+
+def interval(values, confidence):
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0, mean, mean
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = stats.t.ppf((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
+    return mean, sd, mean - half, mean + half
+
+
+def test_there_is_evidence():
+    assert len(REPORTS) >= 2, "docs/results/evidence/ should hold the committed sweep reports"
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[os.path.relpath(p, ROOT) for p in REPORTS])
+def test_intervals_and_paired_differences(path):
+    report = json.load(open(path))
+    c = report["confidence"]
+    rows = report["rows"]
+    base = rows[0]
+    assert base["baseline"] and base["method"] == report["baseline"]
+    for row in rows:
+        mean, sd, lo, hi = interval(row["test_acc1"], c)
+        assert row["test_acc1_mean"] == pytest.approx(mean, abs=1e-9)
+        assert row["test_acc1_std"] == pytest.approx(sd, abs=1e-9)
+        assert row["test_acc1_ci"] == pytest.approx([lo, hi], abs=1e-6)
+        if row is not base:
+            assert row["seeds"] == base["seeds"]
+            diffs = [a - b for a, b in zip(row["test_acc1"], base["test_acc1"])]
+            dm, _, dlo, dhi = interval(diffs, c)
+            pd = row["paired_difference_to_baseline"]
+            assert pd["mean"] == pytest.approx(dm, abs=1e-9)
+            assert pd["ci"] == pytest.approx([dlo, dhi], abs=1e-6)
+        # Per-epoch curve and band over the seeds.
+        for e, value in enumerate(row["curve_test_acc1"]):
+            m, _, elo, ehi = interval([curve[e] for curve in row["curves_test_acc1_per_seed"] if e < len(curve)], c)
+            assert value == pytest.approx(m, abs=1e-9)
+            assert row["curve_test_acc1_ci_low"][e] == pytest.approx(elo, abs=1e-6)
+            assert row["curve_test_acc1_ci_high"][e] == pytest.approx(ehi, abs=1e-6)
+    # The best row is marked only when its interval separates from every other's.
+    top = max(rows, key=lambda r: r["test_acc1_mean"])
+    separates = len(rows) > 1 and len(top["seeds"]) > 1 and all(
+        r is top or r["test_acc1_ci"][1] < top["test_acc1_ci"][0] for r in rows)
+    markdown = open(path[:-len(".json")] + ".md").read()
+    assert ("(here it does)" if separates else "(here it does not") in markdown
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=[os.path.relpath(p, ROOT) for p in REPORTS])
+def test_budgets_are_the_masks_commands(path):
+    binary = os.path.join(BUILD, "sparsevit")
+    if not os.path.exists(binary):
+        pytest.skip("build/sparsevit is not built")
+    report = json.load(open(path))
+    for row in report["rows"]:
+        out = subprocess.run([binary, "masks", "--model", report["recipe"]["model"], "--attn-cfg", row["config"],
+                              "--json"], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["pruning_ratio"] == pytest.approx(row["pruning_ratio"], abs=1e-9), row["method"]
