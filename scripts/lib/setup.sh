@@ -19,7 +19,7 @@ SPARSEVIT_PACKAGES=(
 # tests) and regenerates the golden fixtures.
 # The Python package (python/sparsevit) is tested with pytest over the same build: its
 # extension needs pybind11 and Python's headers.
-SPARSEVIT_TEST_PACKAGES=(python3-torch python3-torchvision python3-pytest python3-pybind11 pybind11-dev python3-dev
+SPARSEVIT_TEST_PACKAGES=(python3-torch python3-torchvision python3-pytest python3-scipy python3-pybind11 pybind11-dev python3-dev
                          python3-pip python3-venv python3-setuptools)
 
 sparsevit_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
