@@ -76,3 +76,30 @@ def test_budgets_are_the_masks_commands(path):
                               "--json"], capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["pruning_ratio"] == pytest.approx(row["pruning_ratio"], abs=1e-9), row["method"]
+
+
+def reproduce(*args, env=None):
+    return subprocess.run([os.path.join(ROOT, "scripts", "reproduce"), *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "SPARSEVIT_SKIP_BUILD": "1", **(env or {})})
+
+
+def test_reproduce_names_its_experiments_and_refuses_others():
+    out = reproduce()
+    assert out.returncode == 2
+    for name in ("table2", "low-data", "n197", "ablations"):
+        assert name in out.stderr
+    out = reproduce("table3")
+    assert out.returncode == 2 and "unknown experiment 'table3'" in out.stderr
+
+
+def test_reproduce_plan_prints_the_expected_time_and_the_matched_budgets(tmp_path):
+    if not os.path.exists(os.path.join(BUILD, "sparsevit")):
+        pytest.skip("build/sparsevit is not built")
+    out = reproduce("low-data-10", "--plan", env={"REPRODUCE_RUNS": str(tmp_path), "ROWS": "vit_dense vit_random"})
+    assert out.returncode == 0, out.stderr
+    assert "expected wall time on the 2-core machine from scratch" in out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("vit_")]
+    assert len(lines) == 2  # ROWS kept two configs
+    assert "keys_per_query=4), pruning ratio 0.9184, 0/3 runs finished" in lines[1]
+    assert (tmp_path / "fmnist_10pct" / "configs" / "vit_random.yaml").exists()
+    assert not (tmp_path / "fmnist_10pct" / "report.md").exists()
