@@ -403,7 +403,7 @@ SweepResult run_sweep(const SweepConfig& c) {
     analysis::PlotOptions co;
     co.title = "Test top-1 per epoch";
     co.x_label = "epoch";
-    co.y_label = fmt::format("test top-1 (%), mean over seeds; band: {:.0f}% interval", 100 * c.confidence);
+    co.y_label = fmt::format("test top-1 (%), mean over seeds, band: {:.0f}% interval", 100 * c.confidence);
     analysis::render_plot(curves, co).write_png((out / (c.report_name + "_training_curves.png")).string());
     result.files.push_back((out / (c.report_name + "_accuracy_vs_gflops.png")).string());
     result.files.push_back((out / (c.report_name + "_training_curves.png")).string());
