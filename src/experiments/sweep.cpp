@@ -14,7 +14,6 @@
 
 #include "analysis/budget_matching.h"
 #include "analysis/raster_plot.h"
-#include "analysis/seed_statistics.h"
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
 #include "models/model_shapes.h"
@@ -63,7 +62,7 @@ json recipe_json(const train::TrainConfig& recipe) {
 
 // Trains one (config, seed) run unless its summary.json exists; returns that summary.
 // `attention_yaml`: the config as run, recorded so that a changed config (or matched budget)
-// cannot reuse a finished run of the old one.
+// cannot reuse a finished run of the old one (check_finished_runs).
 json run_one(const SweepConfig& c, const std::string& config_path, const std::string& attention_yaml, int64_t seed,
              const fs::path& dir, bool& trained) {
   const fs::path summary_path = dir / "summary.json";
@@ -71,9 +70,6 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
   if (fs::exists(summary_path)) {
     trained = false;
     json summary = read_json(summary_path);
-    if (summary.contains("attention_yaml") && summary["attention_yaml"] != attention_yaml)
-      throw UsageError(dir.string() + " holds a run of another attention config than " + config_path +
-                       ": use another --output_dir or remove it");
     // A finished run of another recipe must not slip into this report.
     if (summary.contains("recipe") && summary["recipe"] != recipe) {
       // A key the finished run did not record (a field added since) counts as its default.
@@ -153,10 +149,16 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
   return summary;
 }
 
-// Refuses before anything is written when a finished run of `stem` ran another attention config.
+// Where the run of one config and seed lives: <output_dir>/<config stem>/seed<k>.
+fs::path run_dir(const SweepConfig& c, const std::string& stem, int64_t seed) {
+  return fs::path(c.output_dir) / stem / ("seed" + std::to_string(seed));
+}
+
+// Refuses before anything is written when a finished run of `stem` ran another attention config
+// (an edited config file, or another matched budget).
 void check_finished_runs(const SweepConfig& c, const std::string& stem, const std::string& attention_yaml) {
   for (int64_t seed : c.seeds) {
-    const fs::path summary = fs::path(c.output_dir) / stem / ("seed" + std::to_string(seed)) / "summary.json";
+    const fs::path summary = run_dir(c, stem, seed) / "summary.json";
     if (!fs::exists(summary)) continue;
     const json s = read_json(summary);
     if (s.contains("attention_yaml") && s["attention_yaml"] != attention_yaml)
@@ -268,7 +270,6 @@ SweepResult run_sweep(const SweepConfig& c) {
                  result.target_pruning_ratio, result.geometry.num_tokens, result.geometry.num_layers,
                  result.geometry.num_heads);
     const fs::path derived = fs::path(c.output_dir) / "configs";
-    fs::create_directories(derived);
     for (Item& item : items) {
       if (!reference.empty() && fs::weakly_canonical(item.path).string() == reference) continue;
       const analysis::MatchedBudget m = analysis::match_budget(item.spec, result.geometry, result.target_pruning_ratio);
@@ -278,8 +279,12 @@ SweepResult run_sweep(const SweepConfig& c) {
       item.path = (derived / (item.stem + ".yaml")).string();
       spdlog::info("sweep: {}: {} -> pruning ratio {:.4f}", item.stem, item.knob, m.pruning_ratio);
     }
-    // Every finished run checked before any derived config is (over)written.
-    for (const Item& item : items) check_finished_runs(c, item.stem, config::attention_spec_yaml(item.spec));
+  }
+  // Every finished run is checked against the config it would now run, before any derived
+  // config is (over)written.
+  for (const Item& item : items) check_finished_runs(c, item.stem, config::attention_spec_yaml(item.spec));
+  if (result.target_pruning_ratio >= 0) {
+    fs::create_directories(fs::path(c.output_dir) / "configs");
     for (const Item& item : items)
       if (!item.knob.empty())
         write_file_atomically(item.path, fmt::format("# {} matched to pruning ratio {:.4f} at {} (N = {}): {}\n",
@@ -297,7 +302,7 @@ SweepResult run_sweep(const SweepConfig& c) {
     for (const Item& item : items) {
       int64_t finished = 0;
       for (int64_t seed : c.seeds)
-        finished += fs::exists(fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)) / "summary.json");
+        finished += fs::exists(run_dir(c, item.stem, seed) / "summary.json");
       const std::string budget =
           shape && !shape->is_video()
               ? fmt::format("pruning ratio {:.4f}", analysis::budget_pruning_ratio(item.spec, shape->attention_geometry()))
@@ -328,8 +333,7 @@ SweepResult run_sweep(const SweepConfig& c) {
       ++done;
       spdlog::info("sweep: run {}/{}: {} seed {}", done, total, item.stem, seed);
       bool trained = false;
-      const json s = run_one(c, item.path, attention_yaml, seed,
-                             fs::path(c.output_dir) / item.stem / ("seed" + std::to_string(seed)), trained);
+      const json s = run_one(c, item.path, attention_yaml, seed, run_dir(c, item.stem, seed), trained);
       (trained ? result.runs_trained : result.runs_reused)++;
       row.seeds.push_back(seed);
       row.acc1.push_back(s.at("test_acc1").get<double>());
@@ -348,18 +352,9 @@ SweepResult run_sweep(const SweepConfig& c) {
       }
       curves.push_back(s.value("curve_test_acc1", std::vector<double>{}));
     }
-    const analysis::SeedSummary acc = analysis::summarize_seeds(row.acc1, c.confidence);
-    row.acc1_mean = acc.mean;
-    row.acc1_std = acc.std;
-    row.acc1_ci_low = acc.ci_low;
-    row.acc1_ci_high = acc.ci_high;
-    if (!result.rows.empty() && result.rows.front().baseline && result.rows.front().seeds == row.seeds) {
-      const analysis::SeedSummary d = analysis::paired_difference(row.acc1, result.rows.front().acc1, c.confidence);
-      row.has_paired = true;
-      row.paired_mean = d.mean;
-      row.paired_ci_low = d.ci_low;
-      row.paired_ci_high = d.ci_high;
-    }
+    row.acc1_stats = analysis::summarize_seeds(row.acc1, c.confidence);
+    if (!result.rows.empty() && result.rows.front().baseline && result.rows.front().seeds == row.seeds)
+      row.paired = analysis::paired_difference(row.acc1, result.rows.front().acc1, c.confidence);
     row.images_per_second = ips / static_cast<double>(row.acc1.size());
     row.has_diversity = div_runs > 0;
     if (div_runs > 0) {
@@ -386,8 +381,8 @@ SweepResult run_sweep(const SweepConfig& c) {
   std::vector<analysis::PlotSeries> points, curves;
   for (std::size_t i = 0; i < result.rows.size(); ++i) {
     const SweepRow& r = result.rows[i];
-    analysis::PlotSeries p{r.name, analysis::palette_color(i), {r.attention_gflops}, {r.acc1_mean}, false, true,
-                           {r.acc1_ci_low}, {r.acc1_ci_high}};
+    analysis::PlotSeries p{r.name, analysis::palette_color(i), {r.attention_gflops}, {r.acc1_stats.mean}, false, true,
+                           {r.acc1_stats.ci_low}, {r.acc1_stats.ci_high}};
     points.push_back(p);
     analysis::PlotSeries cv{r.name, analysis::palette_color(i), {}, r.curve, true, true, r.curve_low, r.curve_high};
     for (std::size_t e = 0; e < r.curve.size(); ++e) cv.x.push_back(static_cast<double>(e + 1));
@@ -426,9 +421,9 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"baseline", r.baseline},
                 {"seeds", r.seeds},
                 {"test_acc1", r.acc1},
-                {"test_acc1_mean", r.acc1_mean},
-                {"test_acc1_std", r.acc1_std},
-                {"test_acc1_ci", {r.acc1_ci_low, r.acc1_ci_high}},
+                {"test_acc1_mean", r.acc1_stats.mean},
+                {"test_acc1_std", r.acc1_stats.std},
+                {"test_acc1_ci", {r.acc1_stats.ci_low, r.acc1_stats.ci_high}},
                 {"attention_gflops", r.attention_gflops},
                 {"attention_gflops_patch", r.attention_gflops_patch},
                 {"attention_gflops_paid", r.attention_gflops_paid},
@@ -442,7 +437,7 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"curve_test_acc1_ci_low", r.curve_low},
                 {"curve_test_acc1_ci_high", r.curve_high}};
     row["paired_difference_to_baseline"] =
-        r.has_paired ? json{{"mean", r.paired_mean}, {"ci", {r.paired_ci_low, r.paired_ci_high}}} : json(nullptr);
+        r.paired ? json{{"mean", r.paired->mean}, {"ci", {r.paired->ci_low, r.paired->ci_high}}} : json(nullptr);
     row["head_diversity_median"] = r.has_diversity ? json(r.diversity_median) : json(nullptr);
     row["head_diversity_iqr"] = r.has_diversity ? json(r.diversity_iqr) : json(nullptr);
     rows.push_back(row);
@@ -487,16 +482,10 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
   // Top-1: the highest mean is marked only when its interval separates from every other row's.
   std::size_t top = rows.size();
   for (std::size_t i = 0; i < rows.size(); ++i)
-    if (top == rows.size() || rows[i].acc1_mean > rows[top].acc1_mean) top = i;
-  auto interval = [](const SweepRow& r) {
-    analysis::SeedSummary s;
-    s.n = static_cast<int>(r.acc1.size());
-    s.mean = r.acc1_mean, s.ci_low = r.acc1_ci_low, s.ci_high = r.acc1_ci_high;
-    return s;
-  };
+    if (top == rows.size() || rows[i].acc1_stats.mean > rows[top].acc1_stats.mean) top = i;
   bool top_separates = top < rows.size() && rows.size() > 1 && c.seeds.size() > 1;
   for (std::size_t i = 0; i < rows.size() && top_separates; ++i)
-    if (i != top && !analysis::intervals_separate(interval(rows[top]), interval(rows[i]))) top_separates = false;
+    if (i != top && !analysis::intervals_separate(rows[top].acc1_stats, rows[i].acc1_stats)) top_separates = false;
   auto bold = [](bool on, const std::string& s) { return on ? "**" + s + "**" : s; };
 
   std::string seeds;
@@ -524,15 +513,15 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
     const SweepRow& r = rows[i];
     const std::string div = r.has_diversity ? fmt::format("{:.3f} ({:.3f})", r.diversity_median, r.diversity_iqr) : "n/a";
     std::string paired = r.baseline ? "—" : "n/a";
-    if (r.has_paired) {
-      const bool excludes_zero = r.paired_ci_low > 0 || r.paired_ci_high < 0;
+    if (r.paired) {
+      const bool excludes_zero = r.paired->ci_low > 0 || r.paired->ci_high < 0;
       paired = bold(excludes_zero && c.seeds.size() > 1,
-                    fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", r.paired_mean, r.paired_ci_low, r.paired_ci_high));
+                    fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", r.paired->mean, r.paired->ci_low, r.paired->ci_high));
     }
     md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.baseline ? " (baseline)" : "",
                       r.mechanism, r.budget_knob.empty() ? "as given" : "`" + r.budget_knob + "`",
-                      bold(i == top && top_separates, pm(r.acc1_mean, r.acc1_std)),
-                      fmt::format("[{:.2f}, {:.2f}]", r.acc1_ci_low, r.acc1_ci_high),
+                      bold(i == top && top_separates, pm(r.acc1_stats.mean, r.acc1_stats.std)),
+                      fmt::format("[{:.2f}, {:.2f}]", r.acc1_stats.ci_low, r.acc1_stats.ci_high),
                       paired,
                       bold(r.attention_gflops == best_gflops, fmt::format("{:.6f}", r.attention_gflops)) +
                           (std::abs(r.attention_gflops_paid - r.attention_gflops) > 1e-9

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/seed_statistics.h"
 #include "train/finetune.h"
 #include "util/attention_geometry.h"
 
@@ -45,10 +47,8 @@ struct SweepRow {
   bool baseline = false;              // the row paired differences are taken to (listed first)
   std::vector<int64_t> seeds;
   std::vector<double> acc1;           // per seed, final test top-1 (%)
-  double acc1_mean = 0, acc1_std = 0; // std: sample standard deviation (n - 1), 0 for one seed
-  double acc1_ci_low = 0, acc1_ci_high = 0;      // t interval over seeds (the mean when one seed)
-  bool has_paired = false;                       // the baseline ran the same seeds
-  double paired_mean = 0, paired_ci_low = 0, paired_ci_high = 0;  // acc1 - baseline's, per seed
+  analysis::SeedSummary acc1_stats;   // mean, sample std, t interval over seeds
+  std::optional<analysis::SeedSummary> paired;  // acc1 - baseline's per seed; when the baseline ran the same seeds
   std::string budget_knob;            // "keys_per_query=3" when matching set it, else ""
   std::string source_config;          // the config given (config is the derived one when matched)
   double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
