@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   CLI::App app{"sparsevit: sparse multi-head self-attention for vision transformers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "sparsevit 0.1.0");
+  // A repeated option keeps its last value, as argparse does: a wrapper script's defaults can be
+  // overridden by appending (scripts/reproduce ... --seeds 0). Multi-value options keep them all.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   sparsevit::cli::register_masks_command(app);
   sparsevit::cli::register_flops_command(app);
 #ifdef SPARSEVIT_HAVE_BENCH

@@ -216,6 +216,17 @@ TEST(Cli, DashAndUnderscoreSpellings) {
   EXPECT_NEAR(a["attention_gflops"].get<double>(), 4 * 2 * 32 * edges / 1e9, 1e-15);
 }
 
+TEST(Cli, ARepeatedOptionKeepsItsLastValue) {
+  // As argparse does: scripts append overrides to their defaults (scripts/reproduce ... --seeds 0).
+  const std::string base = "masks --json --attn-cfg " + cfg("vit_structured_local.yaml") + " --heads 2 --layers 2";
+  const Result repeated = run(base + " --tokens 50 --tokens 33");
+  const Result single = run(base + " --tokens 33");
+  ASSERT_EQ(repeated.exit_code, 0) << repeated.describe();
+  ASSERT_EQ(single.exit_code, 0) << single.describe();
+  EXPECT_EQ(parse_json(repeated), parse_json(single));
+  EXPECT_NE(parse_json(repeated), parse_json(run(base + " --tokens 50")));
+}
+
 TEST(Cli, UsageErrorsExitTwoWithOneLine) {
   TempDir dir;
   expect_usage_error(run("frobnicate"));
