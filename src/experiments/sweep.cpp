@@ -512,16 +512,20 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const SweepRow& r = rows[i];
     const std::string div = r.has_diversity ? fmt::format("{:.3f} ({:.3f})", r.diversity_median, r.diversity_iqr) : "n/a";
+    // One seed has no spread: its std and intervals would read 0 and claim a certainty it lacks.
+    const bool spread = r.acc1.size() > 1;
     std::string paired = r.baseline ? "—" : "n/a";
     if (r.paired) {
       const bool excludes_zero = r.paired->ci_low > 0 || r.paired->ci_high < 0;
-      paired = bold(excludes_zero && c.seeds.size() > 1,
-                    fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", r.paired->mean, r.paired->ci_low, r.paired->ci_high));
+      paired = !spread ? fmt::format("{:+.2f} (one seed)", r.paired->mean)
+                       : bold(excludes_zero, fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", r.paired->mean,
+                                                         r.paired->ci_low, r.paired->ci_high));
     }
     md += fmt::format("| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.baseline ? " (baseline)" : "",
                       r.mechanism, r.budget_knob.empty() ? "as given" : "`" + r.budget_knob + "`",
-                      bold(i == top && top_separates, pm(r.acc1_stats.mean, r.acc1_stats.std)),
-                      fmt::format("[{:.2f}, {:.2f}]", r.acc1_stats.ci_low, r.acc1_stats.ci_high),
+                      bold(i == top && top_separates,
+                           spread ? pm(r.acc1_stats.mean, r.acc1_stats.std) : fmt::format("{:.2f}", r.acc1_stats.mean)),
+                      spread ? fmt::format("[{:.2f}, {:.2f}]", r.acc1_stats.ci_low, r.acc1_stats.ci_high) : "n/a (one seed)",
                       paired,
                       bold(r.attention_gflops == best_gflops, fmt::format("{:.6f}", r.attention_gflops)) +
                           (std::abs(r.attention_gflops_paid - r.attention_gflops) > 1e-9

@@ -246,6 +246,21 @@ TEST_F(SweepTest, RerunReusesFinishedRunsAndGivesTheSameReport) {
   EXPECT_EQ(without_wall_time(read_text(out / "report.json")), without_wall_time(before));
 }
 
+TEST_F(SweepTest, OneSeedReportsNoSpread) {
+  // A subset rerun (--seeds 0) reuses the finished runs; one seed has no std or interval, and the
+  // table says so rather than printing a zero-width interval.
+  SweepConfig c = config();
+  c.seeds = {0};
+  c.report_name = "one_seed";
+  const SweepResult one = run_sweep(c);
+  EXPECT_EQ(one.runs_trained, 0);
+  const std::string md = read_text(root_ / "sweep" / "one_seed.md");
+  EXPECT_NE(md.find("n/a (one seed)"), std::string::npos) << md;
+  EXPECT_NE(md.find(" (one seed) |"), std::string::npos) << md;  // the paired difference, no interval
+  EXPECT_EQ(md.find("± 0.00"), std::string::npos) << md;
+  EXPECT_EQ(md.find("**+"), std::string::npos) << md;  // no difference marked as separating
+}
+
 TEST_F(SweepTest, RunsShareTheRecipeButTheAttention) {
   // Dense and Fibottention share the recipe: their first epoch saw the same batches, so the
   // train loss of one differs from the other only through the model, while two seeds differ
