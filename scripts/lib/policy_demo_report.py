@@ -8,7 +8,7 @@ import os
 import statistics
 import sys
 
-from demo_report import write_report
+from demo_report import read_runs, write_report
 
 ATTENTIONS = ["dense", "fibottention"]
 
@@ -20,12 +20,7 @@ def spread(values):
 def main(out, seeds):
     table, rows = {}, []
     for name in ATTENTIONS:
-        runs = []
-        for seed in seeds:
-            path = os.path.join(out, f"{name}_seed{seed}", "summary.json")
-            if os.path.exists(path):
-                with open(path) as f:
-                    runs.append(dict(json.load(f), seed=seed))
+        runs = read_runs(out, name, seeds)
         if not runs:
             continue
         success = [100 * r["success_rate"] for r in runs]

@@ -2,12 +2,10 @@
 """Summarises scripts/video-demo's runs: per attention, top-1 per seed, mean and spread,
 attention GFLOPs per clip (spatial + temporal) and pruning ratio. Writes report.md and
 report.json next to the runs. Standard library only."""
-import json
-import os
 import statistics
 import sys
 
-from demo_report import write_report
+from demo_report import read_runs, write_report
 
 ATTENTIONS = ["dense", "fibottention", "bigbird"]
 
@@ -15,12 +13,7 @@ ATTENTIONS = ["dense", "fibottention", "bigbird"]
 def main(out, model):
     rows, table = [], {}
     for name in ATTENTIONS:
-        runs = []
-        for seed in (0, 1):
-            path = os.path.join(out, f"{name}_seed{seed}", "summary.json")
-            if os.path.exists(path):
-                with open(path) as f:
-                    runs.append(dict(json.load(f), seed=seed))
+        runs = read_runs(out, name, (0, 1))
         if not runs:
             continue
         accs = [r["test_acc1"] for r in runs]
