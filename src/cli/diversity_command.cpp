@@ -18,7 +18,7 @@ void register_diversity_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "diversity", "Head diversity of a checkpoint: per image, mean over head pairs of |Yi-Yj|/(|Yi|+|Yj|), last layer");
   add_named_option(cmd, "resume", c.resume, "the checkpoint")->required();
-  add_named_option(cmd, "dataset", c.dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
+  add_named_option(cmd, "dataset", c.dataset, "auto | fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
   add_named_option(cmd, "data_path", c.data_path, "dataset folder (default: the dataset's standard location)");
   add_named_option(cmd, "split", c.split, "train | test");
   add_named_option(cmd, "limit", c.limit, "the first N (class-balanced) images (0: all)");

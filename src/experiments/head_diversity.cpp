@@ -84,7 +84,9 @@ DiversitySummary run_diversity(const DiversityConfig& c) {
   data::LoaderOptions options;
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
-  const auto loader = train::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.limit, options);
+  // `auto` as training resolves it: a sweep hands its recipe's dataset on unchanged.
+  const std::string dataset = data::resolve_dataset_name(c.dataset, c.data_path);
+  const auto loader = train::model_eval_loader(vc, dataset, c.data_path, c.split == "train", c.limit, options);
 
   torch::NoGradGuard no_grad;
   model->eval();

@@ -357,6 +357,25 @@ TEST_F(SweepTest, DiversityMatchesAnIndependentComputation) {
   EXPECT_LT(s.stats.max, 1);
 }
 
+// A sweep without --dataset hands the recipe's `auto` to the diversity step, which resolves it as
+// training does (here: idx files in a folder are Fashion-MNIST) instead of losing the column.
+TEST_F(SweepTest, DiversityResolvesAutoAsTrainingDoes) {
+  DiversityConfig d;
+  d.resume = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
+  d.data_path = (root_ / "data").string();
+  d.limit = 12;
+  d.threads = 2;
+  d.num_workers = 0;
+  d.progress = false;
+  d.dataset = "auto";
+  const DiversitySummary automatic = run_diversity(d);
+  d.dataset = "fashion_mnist";
+  const DiversitySummary explicit_name = run_diversity(d);
+  EXPECT_EQ(automatic.samples, 12);
+  EXPECT_DOUBLE_EQ(automatic.stats.median, explicit_name.stats.median);
+  EXPECT_DOUBLE_EQ(automatic.stats.max, explicit_name.stats.max);
+}
+
 TEST_F(SweepTest, AttentionMapWritesPerHeadPngs) {
   AttentionMapConfig c;
   c.resume = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
