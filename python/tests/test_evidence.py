@@ -103,3 +103,23 @@ def test_reproduce_plan_prints_the_expected_time_and_the_matched_budgets(tmp_pat
     assert "keys_per_query=4), pruning ratio 0.9184, 0/3 runs finished" in lines[1]
     assert (tmp_path / "fmnist_10pct" / "configs" / "vit_random.yaml").exists()
     assert not (tmp_path / "fmnist_10pct" / "report.md").exists()
+
+
+def test_reproduce_reuse_continues_from_the_committed_runs(tmp_path):
+    """REPRODUCE_REUSE=1 takes the committed runs' summaries as finished runs; without it a rerun
+    trains everything anew (a real reproduction)."""
+    if not os.path.exists(os.path.join(BUILD, "sparsevit")):
+        pytest.skip("build/sparsevit is not built")
+    committed = os.path.join(ROOT, "docs", "results", "evidence", "low-data-25", "runs")
+    assert sorted(os.listdir(os.path.join(committed, "vit_sparse_transformer"))) == ["seed0", "seed1", "seed2"]
+    env = {"REPRODUCE_RUNS": str(tmp_path), "ROWS": "vit_dense vit_sparse_transformer"}
+    fresh = reproduce("low-data-25", "--plan", env=env)
+    assert fresh.returncode == 0, fresh.stderr
+    assert [l.count("0/3 runs finished") for l in fresh.stdout.splitlines() if l.startswith("vit_")] == [1, 1]
+    reused = reproduce("low-data-25", "--plan", env={**env, "REPRODUCE_REUSE": "1"})
+    assert reused.returncode == 0, reused.stderr
+    assert "6 finished runs taken from docs/results/evidence/low-data-25/runs" in reused.stderr
+    assert [l.count("3/3 runs finished") for l in reused.stdout.splitlines() if l.startswith("vit_")] == [1, 1]
+    run = tmp_path / "fmnist_25pct" / "vit_sparse_transformer" / "seed1"
+    copied = os.path.join(committed, "vit_sparse_transformer", "seed1", "summary.json")
+    assert json.load(open(run / "summary.json")) == json.load(open(copied))
