@@ -167,6 +167,23 @@ void check_finished_runs(const SweepConfig& c, const std::string& stem, const st
   }
 }
 
+// Every run of one report must have seen the same images. The recipe records --max_*_samples, not
+// what the data path held, so a run on a truncated copy of a dataset would otherwise pass as one of
+// the full set. `value` and `first` hold the first run's count and directory (0: none recorded yet;
+// runs from before the count was recorded are not checked).
+void check_same_data(const json& summary, const char* key, const fs::path& dir, int64_t& value, fs::path& first) {
+  if (!summary.contains(key)) return;
+  const int64_t n = summary[key].get<int64_t>();
+  if (value == 0) {
+    value = n;
+    first = dir;
+  } else if (n != value) {
+    throw UsageError(fmt::format("{} ran on {} {} but {} on {}: runs of one report must see the same data "
+                                 "(use another --output_dir or remove one)",
+                                 dir.string(), n, key, first.string(), value));
+  }
+}
+
 // Why a config cannot run here ("" when it can): pruning configs need their scores file.
 std::string skip_reason(const config::AttentionSpec& spec) {
   if (spec.mask != "pruning") return "";
@@ -316,6 +333,7 @@ SweepResult run_sweep(const SweepConfig& c) {
 
   const std::size_t total = items.size() * c.seeds.size();
   std::size_t done = 0;
+  fs::path first_train_run, first_eval_run;
   for (const Item& item : items) {
     SweepRow row;
     row.name = item.stem;
@@ -333,8 +351,11 @@ SweepResult run_sweep(const SweepConfig& c) {
       ++done;
       spdlog::info("sweep: run {}/{}: {} seed {}", done, total, item.stem, seed);
       bool trained = false;
-      const json s = run_one(c, item.path, attention_yaml, seed, run_dir(c, item.stem, seed), trained);
+      const fs::path dir = run_dir(c, item.stem, seed);
+      const json s = run_one(c, item.path, attention_yaml, seed, dir, trained);
       (trained ? result.runs_trained : result.runs_reused)++;
+      check_same_data(s, "train_samples", dir, result.train_samples, first_train_run);
+      check_same_data(s, "eval_samples", dir, result.eval_samples, first_eval_run);
       row.seeds.push_back(seed);
       row.acc1.push_back(s.at("test_acc1").get<double>());
       row.attention_gflops = s.at("attention_gflops").get<double>();
@@ -453,6 +474,8 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                  {"paired_difference", "per seed: method top-1 - baseline top-1 (same seed = same data order); "
                                        "mean and t interval of those differences"},
                  {"head_diversity", "per run: median and Q3 - Q1 (linear interpolation) over the eval images; mean over seeds"},
+                 {"train_samples", result.train_samples > 0 ? json(result.train_samples) : json(nullptr)},
+                 {"eval_samples", result.eval_samples > 0 ? json(result.eval_samples) : json(nullptr)},
                  {"rows", rows},
                  {"skipped", result.skipped}};
   if (result.target_pruning_ratio >= 0)
@@ -494,9 +517,12 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  md += fmt::format("Model `{}` on `{}`, {} epochs, seeds {} (same seed = same data order for every method), "
+  const std::string images = result.train_samples > 0 ? fmt::format(" ({} training / {} test images)",
+                                                                    result.train_samples, result.eval_samples)
+                                                      : std::string();
+  md += fmt::format("Model `{}` on `{}`{}, {} epochs, seeds {} (same seed = same data order for every method), "
                     "generated {}.\n\n",
-                    c.recipe.model, c.recipe.dataset, c.recipe.epochs, seeds, date);
+                    c.recipe.model, c.recipe.dataset, images, c.recipe.epochs, seeds, date);
   if (result.target_pruning_ratio >= 0)
     md += fmt::format("Budgets matched to pruning ratio {:.4f}{} at N = {} tokens, {} layers, {} heads: each config's "
                       "budget knob (column *budget*) set to the value closest to it; the derived configs are in "

@@ -70,6 +70,8 @@ struct SweepResult {
   std::vector<std::string> skipped;   // "config: reason"
   int64_t runs_trained = 0;           // runs (re)started by this call
   int64_t runs_reused = 0;            // finished runs found (summary.json) and not redone
+  // The training and evaluation images of every run (0 when no run recorded them).
+  int64_t train_samples = 0, eval_samples = 0;
   std::vector<std::string> files;     // report.md, report.json, PNGs
   // Per config: "stem: config, budget knob, pruning ratio at the model, runs finished / to train".
   std::vector<std::string> plan;

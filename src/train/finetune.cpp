@@ -45,7 +45,9 @@ nlohmann::json TrainSummary::to_json() const {
                       {"pruning_ratio", pruning_ratio},
                       {"density", density},
                       {"params", params},
-                      {"epochs", epochs_run}};
+                      {"epochs", epochs_run},
+                      {"train_samples", train_samples},
+                      {"eval_samples", eval_samples}};
   if (ema_acc1 >= 0) j["ema_acc1"] = ema_acc1;
   if (video) {
     j["spatial_gflops"] = spatial_gflops;
@@ -191,6 +193,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
 
   // Attention cost of this model, from the patterns its kernels run (at the end of any schedule).
   TrainSummary summary;
+  summary.train_samples = train_set ? train_set->size() : 0;
+  summary.eval_samples = eval_set->size();
   if (const auto* timesformer = dynamic_cast<const models::TimeSformer*>(model.get())) {
     const analysis::VideoAttentionReport report = analysis::video_attention_report(
         spec, temporal.spec, timesformer->video_config().layout(), model->layer_patterns(),

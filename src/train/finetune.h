@@ -29,6 +29,9 @@ struct TrainSummary {
   int64_t padded_clips = 0;
   int64_t params = 0;
   int64_t epochs_run = 0;
+  // The images this run trained and was evaluated on (after --max_*_samples): the recipe records
+  // the limits, not how many images the data path held.
+  int64_t train_samples = 0, eval_samples = 0;
   int64_t rank = 0, world_size = 1;  // this process in a data-parallel run (not in to_json)
   nlohmann::json to_json() const;
   // One readable line: top-1, attention GFLOPs, pruning ratio.

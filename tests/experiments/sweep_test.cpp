@@ -246,6 +246,36 @@ TEST_F(SweepTest, RerunReusesFinishedRunsAndGivesTheSameReport) {
   EXPECT_EQ(without_wall_time(read_text(out / "report.json")), without_wall_time(before));
 }
 
+TEST_F(SweepTest, RunsOfAReportMustSeeTheSameData) {
+  // The report says what the runs saw ...
+  const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
+  EXPECT_EQ(report["train_samples"], 64);
+  EXPECT_EQ(report["eval_samples"], 24);
+  EXPECT_NE(read_text(root_ / "sweep" / "report.md").find("(64 training / 24 test images)"), std::string::npos);
+  // ... and refuses a finished run that saw other data under the same recipe (a truncated copy of
+  // the dataset), while a run from before the count was recorded is taken as it is.
+  const fs::path copy = root_ / "sweep_other_data";
+  fs::remove_all(copy);
+  fs::copy(root_ / "sweep", copy, fs::copy_options::recursive);
+  SweepConfig c = config();
+  c.output_dir = copy.string();
+  const fs::path old_run = copy / "vit_dense" / "seed1" / "summary.json";
+  nlohmann::json summary = nlohmann::json::parse(read_text(old_run));
+  ASSERT_EQ(summary.erase("train_samples"), 1u);
+  std::ofstream(old_run) << summary.dump(2);
+  EXPECT_EQ(run_sweep(c).runs_reused, 6);
+  const fs::path other = copy / "vit_linformer" / "seed1" / "summary.json";
+  summary = nlohmann::json::parse(read_text(other));
+  summary["train_samples"] = 60000;
+  std::ofstream(other) << summary.dump(2);
+  try {
+    run_sweep(c);
+    ADD_FAILURE() << "a run on other data was reused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("60000 train_samples"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SweepTest, OneSeedReportsNoSpread) {
   // A subset rerun (--seeds 0) reuses the finished runs; one seed has no std or interval, and the
   // table says so rather than printing a zero-width interval.
