@@ -123,3 +123,21 @@ def test_reproduce_reuse_continues_from_the_committed_runs(tmp_path):
     run = tmp_path / "fmnist_25pct" / "vit_sparse_transformer" / "seed1"
     copied = os.path.join(committed, "vit_sparse_transformer", "seed1", "summary.json")
     assert json.load(open(run / "summary.json")) == json.load(open(copied))
+
+
+def test_provenance_says_where_runs_finished(tmp_path):
+    """scripts/lib/run_hosts.py, which PROVENANCE.md's "Where its runs finished" line comes from."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("run_hosts", os.path.join(ROOT, "scripts", "lib", "run_hosts.py"))
+    run_hosts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_hosts)
+    runs = [{"finished_on": {"cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "threads": 1, "utc": "x"}}] * 3 + \
+           [{"finished_on": {"cpu": "AMD EPYC", "cores": 2, "threads": 2, "utc": "x"}}, {"test_acc1": 1.0}]
+    paths = []
+    for i, run in enumerate(runs):
+        paths.append(str(tmp_path / f"{i}.json"))
+        json.dump(run, open(paths[-1], "w"))
+    assert run_hosts.describe(paths) == ("3 on 2 cores, Intel(R) Xeon(R) Processor at 1 thread; "
+                                         "1 on 2 cores, AMD EPYC at 2 threads; "
+                                         "1 not recorded (finished before summaries recorded it)")
+    assert run_hosts.describe([]) == "no finished runs"

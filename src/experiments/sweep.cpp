@@ -17,6 +17,7 @@
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
 #include "models/model_shapes.h"
+#include "runtime/host_info.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
@@ -145,6 +146,13 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
     }
   }
   summary["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Where the run finished: the same recipe repeats to the last digit only on the same CPU model
+  // at the same thread count, and the thread count is not part of the recipe.
+  const runtime::HostInfo host = runtime::describe_host();
+  summary["finished_on"] = {{"cpu", host.cpu},
+                            {"cores", host.cores},
+                            {"threads", t.threads > 0 ? t.threads : host.cores},
+                            {"utc", runtime::utc_now()}};
   write_file_atomically(summary_path.string(), summary.dump(2) + "\n");  // marks the run finished
   return summary;
 }

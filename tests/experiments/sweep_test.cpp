@@ -115,6 +115,14 @@ TEST_F(SweepTest, ReportHasOneRowPerConfigDenseFirst) {
   // The runs are where the layout says, each marked finished.
   EXPECT_TRUE(fs::exists(out / "vit_linformer" / "seed1" / "summary.json"));
   EXPECT_TRUE(fs::exists(out / "vit_dense" / "seed0" / "checkpoint.pt"));
+  // ... and record where they finished: the thread count is not part of the recipe, yet a run
+  // repeats to the last digit only on the same CPU model at the same thread count.
+  const nlohmann::json summary = nlohmann::json::parse(read_text(out / "vit_linformer" / "seed1" / "summary.json"));
+  ASSERT_TRUE(summary.contains("finished_on"));
+  EXPECT_EQ(summary["finished_on"]["threads"], 2);
+  EXPECT_GT(summary["finished_on"]["cores"].get<int64_t>(), 0);
+  EXPECT_FALSE(summary["finished_on"]["cpu"].get<std::string>().empty());
+  EXPECT_NE(summary["finished_on"]["utc"].get<std::string>().find(" UTC"), std::string::npos);
 }
 
 TEST_F(SweepTest, IntervalsAndPairedDifferencesFollowFromThePerSeedValues) {

@@ -1,13 +1,16 @@
-// runtime/: thread set-up (denormals flushed on every pool thread), bfloat16 autocast guard.
+// runtime/: thread set-up (denormals flushed on every pool thread), bfloat16 autocast guard, the
+// host description runs record.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "runtime/autocast.h"
 #include "runtime/cpu_threads.h"
+#include "runtime/host_info.h"
 #include "runtime/malloc_cache.h"
 
 namespace sparsevit::runtime {
@@ -28,6 +31,19 @@ TEST(CpuThreads, EveryPoolThreadFlushesDenormals) {
   const at::Tensor x = at::full({1 << 22}, denormal);
   const at::Tensor y = x * 1.0f;
   EXPECT_EQ(y.count_nonzero().item<int64_t>(), 0) << "some pool thread still computes with denormals";
+}
+
+TEST(HostInfo, CpuModelIsTheFirstModelNameOfCpuinfo) {
+  std::istringstream x86(
+      "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\n"
+      "model name\t: Intel(R) Xeon(R) Processor  \r\nprocessor\t: 1\nmodel name\t: Other CPU\n");
+  EXPECT_EQ(cpu_model_name(x86), "Intel(R) Xeon(R) Processor");
+  std::istringstream arm("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n");
+  EXPECT_EQ(cpu_model_name(arm), "unknown");
+  std::istringstream empty_value("model name\t:   \nmodel name\t: AMD EPYC\n");
+  EXPECT_EQ(cpu_model_name(empty_value), "AMD EPYC");
+  EXPECT_FALSE(describe_host().cpu.empty());
+  EXPECT_GT(describe_host().cores, 0);
 }
 
 TEST(Autocast, GemmsRunInBfloat16InsideTheGuardOnly) {
