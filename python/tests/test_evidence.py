@@ -141,3 +141,20 @@ def test_provenance_says_where_runs_finished(tmp_path):
                                          "1 on 2 cores, AMD EPYC at 2 threads; "
                                          "1 not recorded (finished before summaries recorded it)")
     assert run_hosts.describe([]) == "no finished runs"
+
+
+WITH_RUNS = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "docs", "results", "evidence", "*", "runs")))
+
+
+@pytest.mark.parametrize("experiment", WITH_RUNS, ids=[os.path.relpath(p, ROOT) for p in WITH_RUNS])
+def test_reports_are_their_committed_runs(experiment):
+    """Where an experiment commits its runs (evidence/<name>/runs/), its report is made of exactly
+    those runs: every row's per-seed top-1 and curve is the one of the run's summary.json."""
+    report = json.load(open(os.path.join(experiment, "report.json")))
+    for row in report["rows"]:
+        for seed, acc1, curve in zip(row["seeds"], row["test_acc1"], row["curves_test_acc1_per_seed"]):
+            path = os.path.join(experiment, "runs", row["method"], f"seed{seed}", "summary.json")
+            assert os.path.exists(path), f"{row['method']} seed {seed}: no committed run"
+            summary = json.load(open(path))
+            assert summary["test_acc1"] == pytest.approx(acc1, abs=1e-9), (row["method"], seed)
+            assert summary["curve_test_acc1"] == pytest.approx(curve, abs=1e-9), (row["method"], seed)
