@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +16,7 @@
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
 #include "models/model_shapes.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/host_info.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
@@ -151,7 +151,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
   const runtime::HostInfo host = runtime::describe_host();
   summary["finished_on"] = {{"cpu", host.cpu},
                             {"cores", host.cores},
-                            {"threads", t.threads > 0 ? t.threads : host.cores},
+                            {"threads", runtime::resolve_cpu_threads(t.threads)},
                             {"utc", runtime::utc_now()}};
   write_file_atomically(summary_path.string(), summary.dump(2) + "\n");  // marks the run finished
   return summary;
@@ -522,9 +522,7 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
   std::string seeds;
   for (std::size_t i = 0; i < c.seeds.size(); ++i) seeds += (i ? "," : "") + std::to_string(c.seeds[i]);
   std::string md = "# Attention sweep\n\n";
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  const std::string date = runtime::utc_now("%Y-%m-%d");
   const std::string images = result.train_samples > 0 ? fmt::format(" ({} training / {} test images)",
                                                                     result.train_samples, result.eval_samples)
                                                       : std::string();

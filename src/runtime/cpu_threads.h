@@ -11,4 +11,7 @@ namespace sparsevit::runtime {
 // operation costs ~100 cycles: without this, epochs slow down several-fold as training goes on.
 int64_t configure_cpu_threads(int64_t threads);
 
+// The thread count a `--threads` value stands for: itself, or every core for 0 (at least 1).
+int64_t resolve_cpu_threads(int64_t threads);
+
 }  // namespace sparsevit::runtime

@@ -29,12 +29,12 @@ HostInfo describe_host() {
   return h;
 }
 
-std::string utc_now() {
+std::string utc_now(const char* format) {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
   gmtime_r(&now, &utc);
   char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M UTC", &utc);
+  std::strftime(text, sizeof(text), format, &utc);
   return text;
 }
 

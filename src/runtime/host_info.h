@@ -19,7 +19,7 @@ std::string cpu_model_name(std::istream& cpuinfo);
 
 HostInfo describe_host();
 
-// The current time as "YYYY-MM-DD HH:MM UTC".
-std::string utc_now();
+// The current UTC time in a strftime `format` (by default "YYYY-MM-DD HH:MM UTC").
+std::string utc_now(const char* format = "%Y-%m-%d %H:%M UTC");
 
 }  // namespace sparsevit::runtime

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -44,6 +45,9 @@ TEST(HostInfo, CpuModelIsTheFirstModelNameOfCpuinfo) {
   EXPECT_EQ(cpu_model_name(empty_value), "AMD EPYC");
   EXPECT_FALSE(describe_host().cpu.empty());
   EXPECT_GT(describe_host().cores, 0);
+  // The thread count a run records: --threads as given, or every core for 0.
+  EXPECT_EQ(resolve_cpu_threads(3), 3);
+  EXPECT_EQ(resolve_cpu_threads(0), std::max<int64_t>(1, describe_host().cores));
 }
 
 TEST(Autocast, GemmsRunInBfloat16InsideTheGuardOnly) {
