@@ -125,6 +125,29 @@ def test_reproduce_reuse_continues_from_the_committed_runs(tmp_path):
     assert json.load(open(run / "summary.json")) == json.load(open(copied))
 
 
+def test_reproduce_keeps_the_hand_written_provenance(tmp_path):
+    """A rerun rewrites PROVENANCE.md's generated head and keeps its sections from the first `## `
+    on, so notes on where runs were trained survive regenerating a report from reused runs."""
+    if not os.path.exists(os.path.join(BUILD, "sparsevit")):
+        pytest.skip("build/sparsevit is not built")
+    import shutil
+    dest = tmp_path / "docs" / "table2"
+    for stem in ("vit_dense", "vit_fibottention_small"):
+        shutil.copytree(os.path.join(ROOT, "docs", "results", "evidence", "table2", "runs", stem), dest / "runs" / stem)
+    notes = "## Where the runs were trained\n\nBy hand.\n\n## More\n\nKept too."
+    (dest / "PROVENANCE.md").write_text("# Provenance of table2\n\n- Command: old\n\n" + notes + "\n")
+    out = reproduce("table2", env={"REPRODUCE_RUNS": str(tmp_path / "runs"), "REPRODUCE_DOCS": str(tmp_path / "docs"),
+                                   "REPRODUCE_REUSE": "1", "ROWS": "vit_dense vit_fibottention_small"})
+    assert out.returncode == 0, out.stderr
+    assert "6 finished runs taken from" in out.stderr
+    text = (dest / "PROVENANCE.md").read_text()
+    assert "- Command: old" not in text
+    assert "- Command: `REPRODUCE_REUSE=1 ROWS=" in text
+    assert text.endswith("\n" + notes + "\n") and text.count("## Where the runs were trained") == 1
+    report = json.load(open(dest / "report.json"))
+    assert [row["method"] for row in report["rows"]] == ["vit_dense", "vit_fibottention_small"]
+
+
 def test_provenance_says_where_runs_finished(tmp_path):
     """scripts/lib/run_hosts.py, which PROVENANCE.md's "Where its runs finished" line comes from."""
     import importlib.util

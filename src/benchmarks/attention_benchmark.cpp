@@ -10,7 +10,6 @@
 #include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <vector>
 
 #include "benchmarks/cpu_memory_tracker.h"
@@ -21,6 +20,7 @@
 #include "ops/sparse_attention.h"
 #include "ops/sparse_attention_inputs.h"
 #include "patterns/pattern.h"
+#include "runtime/cpu_threads.h"
 #include "runtime/malloc_cache.h"
 #include "util/errors.h"
 
@@ -63,7 +63,7 @@ AttentionBenchmarkResult run_attention_benchmark(const AttentionBenchmarkOptions
 
   // All three methods alike; --no-malloc-cache measures glibc's defaults.
   if (o.malloc_cache) runtime::enable_malloc_cache();
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = static_cast<int>(runtime::resolve_cpu_threads(o.threads));
   at::set_num_threads(threads);
   CpuMemoryTracker::install();
 

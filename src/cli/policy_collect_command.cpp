@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
 #include "envs/pusht_demonstrations.h"
 #include "episodes/episode_file.h"
+#include "runtime/cpu_threads.h"
 
 namespace sparsevit::cli {
 namespace {
@@ -28,7 +28,7 @@ inline constexpr int kProgressEvery = 10;
 void run_collect(const CollectOptions& o) {
   envs::DemonstrationOptions demo = o.demo;
   demo.successful_only = !o.all;
-  demo.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  demo.threads = static_cast<int>(runtime::resolve_cpu_threads(o.threads));
   const auto progress = [](const envs::DemonstrationProgress& p) {
     if (p.episodes_run % kProgressEvery != 0) return;
     fmt::print("collect: {} episodes run (seeds to {}), {} kept, expert success {:.1f}%, {} steps, {:.1f} s\n",
