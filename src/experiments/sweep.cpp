@@ -16,6 +16,7 @@
 #include "config/attention_spec.h"
 #include "experiments/head_diversity.h"
 #include "models/model_shapes.h"
+#include "patterns/pattern_equality.h"
 #include "runtime/cpu_threads.h"
 #include "runtime/host_info.h"
 #include "util/atomic_file.h"
@@ -234,6 +235,7 @@ SweepResult run_sweep(const SweepConfig& c) {
     std::string path, stem;
     config::AttentionSpec spec;
     std::string source_path, knob;  // the config given; path is the derived one when matched
+    std::string same_pattern_as;    // an earlier item's stem when both compute exactly the same pairs
   };
   std::vector<Item> items;
   SweepResult result;
@@ -324,6 +326,21 @@ SweepResult run_sweep(const SweepConfig& c) {
       shape = &models::find_model_shape(c.recipe.model);
     } catch (const UsageError&) {  // a model without a registered shape: no budget in the plan
     }
+    // Two static masks can coincide at a small N (Fibonacci and local windows at N = 50): the
+    // report says so rather than showing one pattern as two results.
+    if (shape && !shape->is_video()) {
+      std::vector<std::vector<std::optional<patterns::Pattern>>> layers(items.size());
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!items[i].spec.has_mask() || items[i].spec.has_dynamic_mask()) continue;
+        layers[i] = config::build_layer_patterns(items[i].spec, shape->attention_geometry());
+        if (std::none_of(layers[i].begin(), layers[i].end(), [](const auto& l) { return l.has_value(); })) {
+          layers[i].clear();  // runs dense: not a pattern to compare
+          continue;
+        }
+        for (std::size_t j = 0; j < i && items[i].same_pattern_as.empty(); ++j)
+          if (!layers[j].empty() && patterns::same_pairs(layers[i], layers[j])) items[i].same_pattern_as = items[j].stem;
+      }
+    }
     for (const Item& item : items) {
       int64_t finished = 0;
       for (int64_t seed : c.seeds)
@@ -332,9 +349,10 @@ SweepResult run_sweep(const SweepConfig& c) {
           shape && !shape->is_video()
               ? fmt::format("pruning ratio {:.4f}", analysis::budget_pruning_ratio(item.spec, shape->attention_geometry()))
               : std::string("pruning ratio n/a");
-      result.plan.push_back(fmt::format("{}: {}{}, {}, {}/{} runs finished", item.stem, item.path,
-                                        item.knob.empty() ? "" : " (" + item.knob + ")", budget, finished,
-                                        c.seeds.size()));
+      result.plan.push_back(fmt::format("{}: {}{}, {}{}, {}/{} runs finished", item.stem, item.path,
+                                        item.knob.empty() ? "" : " (" + item.knob + ")", budget,
+                                        item.same_pattern_as.empty() ? "" : ", same pairs as " + item.same_pattern_as,
+                                        finished, c.seeds.size()));
     }
   }
   if (c.plan_only) return result;
@@ -348,6 +366,7 @@ SweepResult run_sweep(const SweepConfig& c) {
     row.config = item.path;
     row.source_config = item.source_path;
     row.budget_knob = item.knob;
+    row.same_pattern_as = item.same_pattern_as;
     row.mechanism = item.spec.backend + (item.spec.has_mask() ? " / " + item.spec.mask : "");
     row.dense = is_dense(item.spec);
     row.baseline = item.stem == baseline;
@@ -467,6 +486,7 @@ json sweep_report_json(const SweepConfig& c, const SweepResult& result) {
                 {"curve_test_acc1_ci_high", r.curve_high}};
     row["paired_difference_to_baseline"] =
         r.paired ? json{{"mean", r.paired->mean}, {"ci", {r.paired->ci_low, r.paired->ci_high}}} : json(nullptr);
+    row["same_pattern_as"] = r.same_pattern_as.empty() ? json(nullptr) : json(r.same_pattern_as);
     row["head_diversity_median"] = r.has_diversity ? json(r.diversity_median) : json(nullptr);
     row["head_diversity_iqr"] = r.has_diversity ? json(r.diversity_iqr) : json(nullptr);
     rows.push_back(row);
@@ -579,6 +599,11 @@ std::string sweep_report_markdown(const SweepConfig& c, const SweepResult& resul
       "(‖Y_i‖_F + ‖Y_j‖_F) on the last layer's per-head outputs; per run the median and IQR (Q3 − Q1, linear "
       "interpolation) over the evaluation images, averaged over seeds.\n\n",
       pct, top_separates ? "here it does" : "here it does not: no row is marked");
+  for (const SweepRow& r : rows)
+    if (!r.same_pattern_as.empty())
+      md += fmt::format("`{}` computes exactly the pairs of `{}` in every layer and head at this model: one pattern "
+                        "under two names, so its row is not a second result.\n\n",
+                        r.name, r.same_pattern_as);
   md += "Per-seed top-1:\n\n";
   for (const SweepRow& r : rows) {
     md += "- " + r.name + ":";

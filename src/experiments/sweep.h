@@ -51,6 +51,7 @@ struct SweepRow {
   std::optional<analysis::SeedSummary> paired;  // acc1 - baseline's per seed; when the baseline ran the same seeds
   std::string budget_knob;            // "keys_per_query=3" when matching set it, else ""
   std::string source_config;          // the config given (config is the derived one when matched)
+  std::string same_pattern_as;        // an earlier row computing exactly the same pairs ("" when none)
   double attention_gflops = 0, attention_gflops_patch = 0, pruning_ratio = 0, density = 1;
   double attention_gflops_paid = 0;   // mean per sample over training (differs for scheduled budgets)
   int64_t params = 0;

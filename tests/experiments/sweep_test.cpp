@@ -157,6 +157,35 @@ TEST_F(SweepTest, IntervalsAndPairedDifferencesFollowFromThePerSeedValues) {
   EXPECT_NE(md.find("Δ vs vit_dense (paired)"), std::string::npos);
 }
 
+TEST_F(SweepTest, PlanSaysWhenTwoConfigsGiveTheSamePairs) {
+  // At N = 50 and Fibottention's budget the Fibonacci schedule and the local window coincide.
+  SweepConfig c = config();
+  c.configs = {config_path("vit_structured_local"), config_path("vit_fibonacci"),
+               config_path("vit_fibottention_small"), config_path("vit_linformer")};
+  c.seeds = {0};
+  c.output_dir = (root_ / "same_pairs").string();
+  c.match_to = config_path("vit_fibottention_small");
+  c.plan_only = true;
+  const SweepResult plan = run_sweep(c);
+  ASSERT_EQ(plan.plan.size(), 4u);
+  EXPECT_EQ(plan.plan[0].find("same pairs as"), std::string::npos) << plan.plan[0];
+  EXPECT_NE(plan.plan[1].find("same pairs as vit_structured_local"), std::string::npos) << plan.plan[1];
+  EXPECT_EQ(plan.plan[2].find("same pairs as"), std::string::npos) << plan.plan[2];
+  EXPECT_EQ(plan.plan[3].find("same pairs as"), std::string::npos) << plan.plan[3];  // no pattern
+  // The report carries it in both files.
+  SweepResult result;
+  SweepRow local, fibonacci;
+  local.name = "vit_structured_local";
+  fibonacci.name = "vit_fibonacci";
+  fibonacci.same_pattern_as = "vit_structured_local";
+  result.rows = {local, fibonacci};
+  EXPECT_NE(sweep_report_markdown(c, result).find("`vit_fibonacci` computes exactly the pairs of `vit_structured_local`"),
+            std::string::npos);
+  const nlohmann::json j = sweep_report_json(c, result);
+  EXPECT_TRUE(j["rows"][0]["same_pattern_as"].is_null());
+  EXPECT_EQ(j["rows"][1]["same_pattern_as"], "vit_structured_local");
+}
+
 TEST_F(SweepTest, MatchedBudgetsDeriveConfigsAndRefuseStaleRuns) {
   SweepConfig c = config();
   c.configs = {config_path("vit_fibottention_small"), config_path("vit_random"), config_path("vit_linformer")};

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "patterns/pattern_equality.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
 
@@ -25,6 +28,27 @@ TEST(Pattern, CsrFromRowsIsSortedAndDeduplicated) {
   EXPECT_TRUE(p.contains(0, 1, 1));
   EXPECT_FALSE(p.contains(0, 1, 2));
   EXPECT_FALSE(p.diagonals(0).has_value());
+}
+
+TEST(Pattern, SamePairsIgnoresHowThePatternWasBuilt) {
+  // |j-k| <= 1 from diagonal offsets (with a structure hint) and from rows (without one).
+  Pattern diag(6, 2, 0), rows(6, 2, 0);
+  for (int32_t h = 0; h < 2; ++h) {
+    diag.set_head_diagonals(h, DiagonalStructure{{0, 1}, {}});
+    rows.set_head(h, [](int32_t j, std::vector<int32_t>& keys) {
+      for (int32_t k = std::max(0, j - 1); k <= std::min(5, j + 1); ++k) keys.push_back(k);
+    });
+  }
+  EXPECT_TRUE(same_pairs(diag, rows));
+  // One key more in one head, or another prefix: different.
+  Pattern more = rows;
+  more.set_head(1, [](int32_t j, std::vector<int32_t>& keys) {
+    for (int32_t k = std::max(0, j - 1); k <= std::min(5, j + 1); ++k) keys.push_back(k);
+    if (j == 0) keys.push_back(5);
+  });
+  EXPECT_FALSE(same_pairs(diag, more));
+  EXPECT_FALSE(same_pairs(dense_pattern(6, 2, 0), dense_pattern(6, 2, 1)));
+  EXPECT_FALSE(same_pairs(dense_pattern(6, 2, 0), dense_pattern(6, 1, 0)));
 }
 
 TEST(Pattern, RejectsKeysOutOfRangeAndBadShapes) {
