@@ -49,6 +49,12 @@ TEST(Pattern, SamePairsIgnoresHowThePatternWasBuilt) {
   EXPECT_FALSE(same_pairs(diag, more));
   EXPECT_FALSE(same_pairs(dense_pattern(6, 2, 0), dense_pattern(6, 2, 1)));
   EXPECT_FALSE(same_pairs(dense_pattern(6, 2, 0), dense_pattern(6, 1, 0)));
+  // Per layer: dense (nullopt) layers must sit at the same depths.
+  using Layers = std::vector<std::optional<Pattern>>;
+  EXPECT_TRUE(same_pairs(Layers{std::nullopt, diag}, Layers{std::nullopt, rows}));
+  EXPECT_FALSE(same_pairs(Layers{std::nullopt, diag}, Layers{diag, std::nullopt}));
+  EXPECT_FALSE(same_pairs(Layers{diag, diag}, Layers{diag, more}));
+  EXPECT_FALSE(same_pairs(Layers{diag}, Layers{diag, diag}));
 }
 
 TEST(Pattern, RejectsKeysOutOfRangeAndBadShapes) {
