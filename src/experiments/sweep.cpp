@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "analysis/budget_matching.h"
@@ -204,6 +205,24 @@ std::string skip_reason(const config::AttentionSpec& spec) {
 
 std::string pm(double mean, double std) { return fmt::format("{:.2f} ± {:.2f}", mean, std); }
 
+// Per spec, an earlier spec whose static masks compute exactly the same pairs at this geometry
+// (-1 when none). Two masks can coincide at a small N (Fibonacci and local windows at N = 50),
+// and the report says so rather than showing one pattern as two results. Dense, dynamic and
+// pattern-free configs have no pairs to compare.
+std::vector<int> same_pattern_twins(const std::vector<config::AttentionSpec>& specs, const AttentionGeometry& geometry) {
+  std::vector<int> twin(specs.size(), -1);
+  std::vector<std::optional<std::vector<std::optional<patterns::Pattern>>>> layers(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (!specs[i].has_mask() || specs[i].has_dynamic_mask()) continue;
+    auto built = config::build_layer_patterns(specs[i], geometry);
+    if (std::none_of(built.begin(), built.end(), [](const auto& l) { return l.has_value(); })) continue;
+    layers[i] = std::move(built);
+    for (std::size_t j = 0; j < i && twin[i] < 0; ++j)
+      if (layers[j] && patterns::same_pairs(*layers[i], *layers[j])) twin[i] = static_cast<int>(j);
+  }
+  return twin;
+}
+
 }  // namespace
 
 std::vector<int64_t> parse_seed_list(const std::string& text) {
@@ -256,7 +275,7 @@ SweepResult run_sweep(const SweepConfig& c) {
       result.skipped.push_back(path + ": " + why);
       continue;
     }
-    items.push_back({path, stem, spec, path, ""});
+    items.push_back({path, stem, spec, path, "", ""});
   }
   // The baseline first (--baseline, else the dense config); otherwise the order given.
   auto is_dense = [](const config::AttentionSpec& spec) {
@@ -326,29 +345,22 @@ SweepResult run_sweep(const SweepConfig& c) {
       shape = &models::find_model_shape(c.recipe.model);
     } catch (const UsageError&) {  // a model without a registered shape: no budget in the plan
     }
-    // Two static masks can coincide at a small N (Fibonacci and local windows at N = 50): the
-    // report says so rather than showing one pattern as two results.
-    if (shape && !shape->is_video()) {
-      std::vector<std::vector<std::optional<patterns::Pattern>>> layers(items.size());
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        if (!items[i].spec.has_mask() || items[i].spec.has_dynamic_mask()) continue;
-        layers[i] = config::build_layer_patterns(items[i].spec, shape->attention_geometry());
-        if (std::none_of(layers[i].begin(), layers[i].end(), [](const auto& l) { return l.has_value(); })) {
-          layers[i].clear();  // runs dense: not a pattern to compare
-          continue;
-        }
-        for (std::size_t j = 0; j < i && items[i].same_pattern_as.empty(); ++j)
-          if (!layers[j].empty() && patterns::same_pairs(layers[i], layers[j])) items[i].same_pattern_as = items[j].stem;
-      }
+    std::optional<AttentionGeometry> geometry;  // image models only: budgets and patterns need one
+    if (shape && !shape->is_video()) geometry = shape->attention_geometry();
+    if (geometry) {
+      std::vector<config::AttentionSpec> specs;
+      for (const Item& item : items) specs.push_back(item.spec);
+      const std::vector<int> twin = same_pattern_twins(specs, *geometry);
+      for (std::size_t i = 0; i < items.size(); ++i)
+        if (twin[i] >= 0) items[i].same_pattern_as = items[twin[i]].stem;
     }
     for (const Item& item : items) {
       int64_t finished = 0;
       for (int64_t seed : c.seeds)
         finished += fs::exists(run_dir(c, item.stem, seed) / "summary.json");
       const std::string budget =
-          shape && !shape->is_video()
-              ? fmt::format("pruning ratio {:.4f}", analysis::budget_pruning_ratio(item.spec, shape->attention_geometry()))
-              : std::string("pruning ratio n/a");
+          geometry ? fmt::format("pruning ratio {:.4f}", analysis::budget_pruning_ratio(item.spec, *geometry))
+                   : std::string("pruning ratio n/a");
       result.plan.push_back(fmt::format("{}: {}{}, {}{}, {}/{} runs finished", item.stem, item.path,
                                         item.knob.empty() ? "" : " (" + item.knob + ")", budget,
                                         item.same_pattern_as.empty() ? "" : ", same pairs as " + item.same_pattern_as,
