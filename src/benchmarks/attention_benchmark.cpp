@@ -50,9 +50,7 @@ std::string human_bytes(double b) {
 AttentionBenchmarkResult run_attention_benchmark(const AttentionBenchmarkOptions& o) {
   if (o.layer < 0 || o.layer >= o.layers)
     throw UsageError(fmt::format("--layer {} out of range [0, {})", o.layer, o.layers));
-  config::AttentionSpec spec =
-      o.attn_cfg.empty() ? config::default_attention_spec() : config::load_attention_spec(o.attn_cfg);
-  config::apply_mask_kwarg_overrides(spec, o.overrides);
+  config::AttentionSpec spec = config::load_attention_config(o.attn_cfg, o.overrides).spec;
   if (!spec.has_mask()) throw UsageError("bench needs a config with a static mask; " + spec.source + " is dense");
   if (spec.has_dynamic_mask())
     throw UsageError("bench needs a static mask; mask '" + spec.mask + "' in " + spec.source + " is dynamic");

@@ -46,9 +46,7 @@ ModelBenchmarkResult run_model_benchmark(const ModelBenchmarkOptions& o) {
   r.threads = static_cast<int>(runtime::configure_cpu_threads(o.threads));
   CpuMemoryTracker::install();
 
-  config::AttentionSpec spec =
-      o.attn_cfg.empty() ? config::default_attention_spec() : config::load_attention_spec(o.attn_cfg);
-  config::apply_mask_kwarg_overrides(spec, o.overrides);
+  config::AttentionSpec spec = config::load_attention_config(o.attn_cfg, o.overrides).spec;
   r.config = spec.source;
 
   models::ModelOptions mo;

@@ -72,9 +72,7 @@ void run_video_flops(const FlopsOptions& o, const models::ModelShape& m, const c
 
 void run_flops(const FlopsOptions& o) {
   const models::ModelShape& m = models::find_model_shape(o.model);
-  config::AttentionSpec spec = o.attn_cfg.empty() ? config::default_attention_spec()
-                                                  : config::load_attention_spec(o.attn_cfg);
-  config::apply_mask_kwarg_overrides(spec, o.overrides);
+  config::AttentionSpec spec = config::load_attention_config(o.attn_cfg, o.overrides).spec;
   if (m.is_video()) return run_video_flops(o, m, spec);
   const AttentionGeometry shape = m.attention_geometry();
   const analysis::AttentionReport r = analysis::attention_report(spec, shape);

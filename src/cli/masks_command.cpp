@@ -45,9 +45,7 @@ void print_mask_list() {
 
 void run_masks(const MasksOptions& o) {
   if (o.list) return print_mask_list();
-  config::AttentionSpec spec = o.attn_cfg.empty() ? config::default_attention_spec()
-                                                  : config::load_attention_spec(o.attn_cfg);
-  config::apply_mask_kwarg_overrides(spec, o.overrides);
+  config::AttentionSpec spec = config::load_attention_config(o.attn_cfg, o.overrides).spec;
   AttentionGeometry geometry = o.geometry;
   geometry.num_prefix_tokens = o.no_class_token ? 0 : 1;
   if (!o.model.empty()) {

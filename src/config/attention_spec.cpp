@@ -167,12 +167,31 @@ AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::stri
 
 }  // namespace
 
-AttentionSpec load_attention_spec(const std::string& path) {
+namespace {
+
+std::string read_attention_yaml(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read attention config '" + path + "'");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_attention_spec(text.str(), path);
+  return text.str();
+}
+
+}  // namespace
+
+AttentionSpec load_attention_spec(const std::string& path) { return parse_attention_spec(read_attention_yaml(path), path); }
+
+AttentionConfig load_attention_config(const std::string& path, const std::vector<std::string>& overrides) {
+  AttentionConfig a;
+  if (path.empty()) {
+    a.yaml = default_attention_yaml();
+    a.spec = default_attention_spec();
+  } else {
+    a.yaml = read_attention_yaml(path);
+    a.spec = parse_attention_spec(a.yaml, path);
+  }
+  apply_mask_kwarg_overrides(a.spec, overrides);
+  return a;
 }
 
 std::string attention_spec_yaml(const AttentionSpec& spec) {

@@ -51,6 +51,16 @@ std::vector<std::string> kernel_names();
 
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source_name);
 AttentionSpec load_attention_spec(const std::string& path);
+
+// An attention config as a run uses it: the YAML text (it travels in checkpoints) and the spec.
+struct AttentionConfig {
+  std::string yaml;
+  AttentionSpec spec;
+};
+// Reads `path` once ("" : the built-in Fibottention default) and applies NAME=VALUE overrides
+// (see apply_mask_kwarg_overrides). A missing file is a UsageError naming it.
+AttentionConfig load_attention_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
 // The spec as a config file that parse_attention_spec reads back to the same spec (kwargs in
 // name order; values written as given). Used to store the configs a sweep derives.
 std::string attention_spec_yaml(const AttentionSpec& spec);
