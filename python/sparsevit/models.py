@@ -132,22 +132,24 @@ def load(path, attn_cfg=None, overrides=None):
     if "sparsevit_model" not in metadata:
         raise ValueError(f"sparsevit.models.load: {path} carries no sparsevit model description (write it with "
                          "`sparsevit export --format safetensors`)")
-    description = json.loads(metadata["sparsevit_model"])
-    if "mae" in description:
+    # Read by the C++ reader of model descriptions (models/model_description), as the CLI reads it.
+    description = _library.core().model_description(metadata["sparsevit_model"], path)
+    if description["kind"] == "mae":
         raise ValueError(f"sparsevit.models.load: {path} is an MAE pretraining model; finetune it first")
-    shape = description.get("model_shape", {})
-    if shape.get("num_frames", 0) or "time_embed" in state:
+    if description["kind"] != "classifier":
+        raise ValueError(f"sparsevit.models.load: {path} does not describe a classifier")
+    if description["num_frames"] or "time_embed" in state:
         raise ValueError(f"sparsevit.models.load: {path} is a video model (TimeSformer); only image ViTs load "
                          "in Python")
     depth = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
     embed_dim, in_chans, patch, _ = state["patch_embed.proj.weight"].shape
     model = VisionTransformer(
-        img_size=shape.get("img_size", int(round((state["pos_embed"].shape[1] - 1) ** 0.5)) * patch),
+        img_size=description.get("img_size", int(round((state["pos_embed"].shape[1] - 1) ** 0.5)) * patch),
         patch_size=patch, in_chans=in_chans, num_classes=state["head.weight"].shape[0], embed_dim=embed_dim,
-        depth=depth, num_heads=shape["num_heads"], mlp_hidden=state["blocks.0.mlp.fc1.weight"].shape[0],
+        depth=depth, num_heads=description["num_heads"], mlp_hidden=state["blocks.0.mlp.fc1.weight"].shape[0],
         qkv_bias="blocks.0.attn.qkv.bias" in state, global_pool="avg" if "fc_norm.weight" in state else "token",
         attn_cfg=attn_cfg or description["attention_yaml"],
-        overrides=description.get("attention_overrides", []) if overrides is None else overrides)
+        overrides=description["attention_overrides"] if overrides is None else overrides)
     model.load_state_dict(state)
     model.sparsevit_model = description
     return model.eval()

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 struct TrainConfig;
 }
 
@@ -16,12 +16,11 @@ void register_masks_command(CLI::App& app);
 void register_flops_command(CLI::App& app);
 #ifdef SPARSEVIT_HAVE_TRAIN
 void register_finetune_command(CLI::App& app);
-void register_calibrate_command(CLI::App& app);
-// One option per train::TrainConfig field of `command` (train::kFinetune / kPretrain bits;
-// train::for_each_field); recipe_only: the fields every run of an experiment shares (sweep takes those).
-void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only, unsigned command = 1);
+// One option per pipelines::TrainConfig field of `command` (pipelines::kFinetune / kPretrain bits;
+// pipelines::for_each_field); recipe_only: the fields every run of an experiment shares (sweep takes those).
+void add_train_config_options(CLI::App* cmd, pipelines::TrainConfig& config, bool recipe_only, unsigned command = 1);
 // The TrainConfig fields named in `names` only (commands that share some of the training flags).
-void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const std::vector<std::string>& names);
+void add_train_config_fields(CLI::App* cmd, pipelines::TrainConfig& config, const std::vector<std::string>& names);
 void register_pretrain_command(CLI::App& app);
 // Flags MAE's scripts pass that change nothing here (--pin_mem, --no_pin_mem, --local_rank,
 // --world_size, --dist_on_itp): accepted so those command lines run unchanged.
@@ -33,6 +32,7 @@ void register_export_command(CLI::App& app);
 #endif
 #ifdef SPARSEVIT_HAVE_EXPERIMENTS
 void register_sweep_command(CLI::App& app);
+void register_calibrate_command(CLI::App& app);
 void register_diversity_command(CLI::App& app);
 void register_attention_map_command(CLI::App& app);
 #endif

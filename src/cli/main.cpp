@@ -26,7 +26,6 @@ int main(int argc, char** argv) {
 #endif
 #ifdef SPARSEVIT_HAVE_TRAIN
   sparsevit::cli::register_finetune_command(app);
-  sparsevit::cli::register_calibrate_command(app);
   sparsevit::cli::register_pretrain_command(app);
 #endif
 #ifdef SPARSEVIT_HAVE_INFERENCE
@@ -35,6 +34,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef SPARSEVIT_HAVE_EXPERIMENTS
   sparsevit::cli::register_sweep_command(app);
+  sparsevit::cli::register_calibrate_command(app);
   sparsevit::cli::register_diversity_command(app);
   sparsevit::cli::register_attention_map_command(app);
 #endif

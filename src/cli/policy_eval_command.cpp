@@ -9,8 +9,8 @@
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
 #include "train/checkpoint.h"
-#include "train/policy_checkpoint.h"
-#include "train/policy_eval.h"
+#include "pipelines/policy_checkpoint.h"
+#include "pipelines/policy_eval.h"
 #include "util/atomic_file.h"
 
 namespace sparsevit::cli {
@@ -35,15 +35,15 @@ void add_policy_eval_command(CLI::App* policy) {
   cmd->callback([o] {
     if (o->threads > 0) at::set_num_threads(static_cast<int>(o->threads));
     const train::LoadedCheckpoint ckpt(o->resume);
-    train::PolicyDescription description;
-    auto model = train::load_checkpoint_policy(ckpt, &description);
-    train::PolicyEvalOptions eo;
+    pipelines::PolicyDescription description;
+    auto model = pipelines::load_checkpoint_policy(ckpt, &description);
+    pipelines::PolicyEvalOptions eo;
     eo.episodes = o->episodes;
     eo.first_seed = o->seed;
     eo.max_steps = o->max_steps;
-    eo.observation_image_size = description.observation_image_size;
+    eo.observation_image_size = description.model.observation_image_size;
     eo.save_video = o->save_video;
-    const train::PolicyEvalResult r = train::evaluate_policy(*model, eo, std::cout);
+    const pipelines::PolicyEvalResult r = pipelines::evaluate_policy(*model, eo, std::cout);
     std::cout << fmt::format("success rate      : {:.1f}% ({} episodes, seeds {}..{})\n", 100 * r.success_rate,
                              r.episodes.size(), o->seed, o->seed + o->episodes - 1)
               << fmt::format("mean max coverage : {:.3f}\n", r.mean_max_coverage)

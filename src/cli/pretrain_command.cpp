@@ -1,26 +1,26 @@
 // `sparsevit pretrain`: MAE main_pretrain.py's flags (both spellings), generated from
-// train::for_each_field with the pretrain defaults, optionally read from `--config`.
+// pipelines::for_each_field with the pretrain defaults, optionally read from `--config`.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "train/pretrain.h"
+#include "pipelines/pretrain.h"
 
 namespace sparsevit::cli {
 
 void register_pretrain_command(CLI::App& app) {
   struct State {
-    train::TrainConfig config = train::pretrain_defaults();
+    pipelines::TrainConfig config = pipelines::pretrain_defaults();
     std::string config_file;
   };
   auto state = std::make_shared<State>();
   CLI::App* cmd = app.add_subcommand("pretrain", "MAE self-supervised pretraining with the configured attention");
-  add_train_config_options(cmd, state->config, /*recipe_only=*/false, train::kPretrain);
+  add_train_config_options(cmd, state->config, /*recipe_only=*/false, pipelines::kPretrain);
   cmd->add_option("--config", state->config_file, "experiment YAML whose keys are these flags' names");
   add_mae_compatibility_flags(cmd);
   cmd->callback([state] {
-    const train::PretrainSummary summary = train::run_pretrain(state->config);
+    const pipelines::PretrainSummary summary = pipelines::run_pretrain(state->config);
     if (summary.rank != 0) return;
     std::cout << summary.to_text() << "\n" << summary.to_json().dump() << std::endl;
   });

@@ -18,7 +18,7 @@ void register_sweep_command(CLI::App& app) {
   s->config.recipe.num_workers = 1;  // per run; the cores go to the compute
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Train every attention config with one recipe and seeds; write report.md, report.json and plots");
-  train::TrainConfig& r = s->config.recipe;
+  pipelines::TrainConfig& r = s->config.recipe;
   cmd->add_option("--configs", s->config.configs, "attention config YAMLs (one report row each)")->required();
   add_named_option(cmd, "seeds", s->seeds, "comma-separated seeds; a seed fixes the data order for every config");
   add_named_option(cmd, "output_dir", s->config.output_dir, "runs go to <output_dir>/<config stem>/seed<k>; reports here");

@@ -1,18 +1,18 @@
-// The options generated from train::for_each_field: one per TrainConfig field, both spellings,
+// The options generated from pipelines::for_each_field: one per TrainConfig field, both spellings,
 // bools as flags, choices checked by CLI11.
 #include <algorithm>
 #include <type_traits>
 
 #include "cli/commands.h"
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 namespace sparsevit::cli {
 
 namespace {
 
 template <class Keep>
-void add_fields(CLI::App* cmd, train::TrainConfig& config, Keep&& keep) {
-  train::for_each_field(config, [&](auto& value, const train::FieldInfo& f) {
+void add_fields(CLI::App* cmd, pipelines::TrainConfig& config, Keep&& keep) {
+  pipelines::for_each_field(config, [&](auto& value, const pipelines::FieldInfo& f) {
     if (!keep(f)) return;
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, bool>) {
@@ -26,14 +26,14 @@ void add_fields(CLI::App* cmd, train::TrainConfig& config, Keep&& keep) {
 
 }  // namespace
 
-void add_train_config_options(CLI::App* cmd, train::TrainConfig& config, bool recipe_only, unsigned command) {
-  add_fields(cmd, config, [&](const train::FieldInfo& f) {
-    return (!recipe_only || f.group == train::FieldGroup::recipe) && (f.commands & command) != 0;
+void add_train_config_options(CLI::App* cmd, pipelines::TrainConfig& config, bool recipe_only, unsigned command) {
+  add_fields(cmd, config, [&](const pipelines::FieldInfo& f) {
+    return (!recipe_only || f.group == pipelines::FieldGroup::recipe) && (f.commands & command) != 0;
   });
 }
 
-void add_train_config_fields(CLI::App* cmd, train::TrainConfig& config, const std::vector<std::string>& names) {
-  add_fields(cmd, config, [&](const train::FieldInfo& f) {
+void add_train_config_fields(CLI::App* cmd, pipelines::TrainConfig& config, const std::vector<std::string>& names) {
+  add_fields(cmd, config, [&](const pipelines::FieldInfo& f) {
     return std::find(names.begin(), names.end(), f.name) != names.end();
   });
 }

@@ -20,8 +20,8 @@
 #include "models/timesformer.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
-#include "train/video_data.h"
+#include "pipelines/checkpoint_model.h"
+#include "pipelines/video_data.h"
 #include "runtime/cpu_threads.h"
 #include "util/errors.h"
 
@@ -115,9 +115,9 @@ at::Tensor read_clip(const AttentionMapConfig& c, const models::TimeSformer& mod
   const models::VitConfig& vc = model.config();
   if (!c.image.empty() && !c.dataset.empty()) throw UsageError("give --image or --dataset, not both");
   const int64_t channels = vc.in_chans == 1 ? 1 : 3;
-  train::TrainConfig flags;
+  pipelines::TrainConfig flags;
   const std::string name = c.image.empty() ? data::resolve_video_dataset_name(c.dataset.empty() ? dataset : c.dataset, c.data_path) : "";
-  const data::ClipSampling sampling = train::clip_sampling(flags, name, vc.img_size, model.num_frames());
+  const data::ClipSampling sampling = pipelines::clip_sampling(flags, name, vc.img_size, model.num_frames());
   data::VideoClip clip;
   if (!c.image.empty()) {
     std::error_code ec;
@@ -145,7 +145,7 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto classifier = train::load_checkpoint_model(ckpt);
+  auto classifier = pipelines::load_checkpoint_model(ckpt);
   const models::VitConfig& vc = classifier->config();
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens(), grid = vc.img_size / vc.patch_size;
   const int64_t layer = c.layer < 0 ? L + c.layer : c.layer;
@@ -157,7 +157,7 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   at::Tensor image, probs;  // the frame shown [C, H, W]; the layer's attention [H, N, N]
   AttentionMapSummary s;
   if (auto* video = dynamic_cast<models::TimeSformer*>(classifier.get())) {
-    const std::optional<train::CheckpointModel> described = train::checkpoint_model(ckpt);
+    const std::optional<models::ClassifierDescription> described = pipelines::checkpoint_classifier(ckpt);
     const at::Tensor clip = read_clip(c, *video, described ? described->dataset : "");
     const std::vector<at::Tensor> inputs = video->frame_attention_inputs(clip.unsqueeze(0), c.frame);
     probs = video->spatial_attention()[static_cast<std::size_t>(layer)]->attention_probs(inputs[layer])[0];

@@ -18,7 +18,7 @@
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
 #include "runtime/cpu_threads.h"
-#include "train/checkpoint_model.h"
+#include "pipelines/checkpoint_model.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
 #include "util/npy_file.h"
@@ -59,7 +59,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   }
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_vit(ckpt, "calibrate");
+  auto model = pipelines::load_checkpoint_vit(ckpt, "calibrate");
   const models::VitConfig& vc = model->config();
   if (vc.attention.has_mask())
     spdlog::warn("{} was trained with mask '{}': its attention maps are zero outside that pattern", c.resume,
@@ -69,7 +69,7 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
   options.seed = static_cast<uint64_t>(c.seed);
-  const auto loader = train::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
+  const auto loader = pipelines::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
 
   // Sum of the probabilities in float64 (many small terms), one [H, N, N] per layer.
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens();

@@ -16,7 +16,7 @@
 #include "data/transforms.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
+#include "pipelines/checkpoint_model.h"
 #include "runtime/cpu_threads.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
@@ -79,14 +79,14 @@ DiversitySummary run_diversity(const DiversityConfig& c) {
   runtime::configure_cpu_threads(c.threads);
 
   const train::LoadedCheckpoint ckpt(c.resume);
-  auto model = train::load_checkpoint_vit(ckpt, "diversity");
+  auto model = pipelines::load_checkpoint_vit(ckpt, "diversity");
   const models::VitConfig& vc = model->config();
   data::LoaderOptions options;
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
   // `auto` as training resolves it: a sweep hands its recipe's dataset on unchanged.
   const std::string dataset = data::resolve_dataset_name(c.dataset, c.data_path);
-  const auto loader = train::model_eval_loader(vc, dataset, c.data_path, c.split == "train", c.limit, options);
+  const auto loader = pipelines::model_eval_loader(vc, dataset, c.data_path, c.split == "train", c.limit, options);
 
   torch::NoGradGuard no_grad;
   model->eval();

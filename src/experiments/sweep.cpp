@@ -55,8 +55,8 @@ std::map<int64_t, json> read_metrics(const fs::path& path) {
 
 // The recipe as it decides results: without the per-run fields and the ones that only change
 // speed or logging.
-json recipe_json(const train::TrainConfig& recipe) {
-  json j = train::config_to_json(recipe);
+json recipe_json(const pipelines::TrainConfig& recipe) {
+  json j = pipelines::config_to_json(recipe);
   for (const char* k : {"attn_cfg", "seed", "output_dir", "log_dir", "resume", "eval", "start_epoch", "threads",
                         "num_workers", "print_freq", "save_ckpt_freq"})
     j.erase(k);
@@ -76,7 +76,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
     // A finished run of another recipe must not slip into this report.
     if (summary.contains("recipe") && summary["recipe"] != recipe) {
       // A key the finished run did not record (a field added since) counts as its default.
-      const json defaults = recipe_json(train::TrainConfig{});
+      const json defaults = recipe_json(pipelines::TrainConfig{});
       std::string differs;
       for (const auto& [key, value] : recipe.items()) {
         const json& had = summary["recipe"].contains(key) ? summary["recipe"][key] : defaults.value(key, json());
@@ -89,7 +89,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
   }
   trained = true;
   fs::create_directories(dir);
-  train::TrainConfig t = c.recipe;
+  pipelines::TrainConfig t = c.recipe;
   t.attn_cfg = config_path;
   t.seed = seed;
   t.output_dir = dir.string();
@@ -105,7 +105,7 @@ json run_one(const SweepConfig& c, const std::string& config_path, const std::st
     fs::remove(dir / "metrics.jsonl");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const train::TrainSummary s = train::run_finetune(t);
+  const pipelines::TrainSummary s = pipelines::run_finetune(t);
   json summary = s.to_json();
   summary["config"] = config_path;
   summary["seed"] = seed;
@@ -247,7 +247,7 @@ SweepResult run_sweep(const SweepConfig& c) {
   if (c.configs.empty()) throw UsageError("sweep needs --configs FILE...");
   if (c.seeds.empty()) throw UsageError("sweep needs --seeds");
   if (c.output_dir.empty()) throw UsageError("sweep needs --output_dir");
-  train::resolve(c.recipe);  // the recipe's usage errors before any run
+  pipelines::resolve(c.recipe);  // the recipe's usage errors before any run
 
   // Configs: parsed and checked first, so a typo fails before hours of training.
   struct Item {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/seed_statistics.h"
-#include "train/finetune.h"
+#include "pipelines/finetune.h"
 #include "util/attention_geometry.h"
 
 namespace sparsevit::experiments {
@@ -26,7 +26,7 @@ struct SweepConfig {
   std::vector<int64_t> seeds = {0};
   std::string output_dir = "runs/sweep";  // runs go to <output_dir>/<config stem>/seed<k>
   // The shared recipe; attn_cfg, seed, output_dir and resume are set per run.
-  train::TrainConfig recipe;
+  pipelines::TrainConfig recipe;
   int64_t diversity_limit = 10000;    // eval images for head diversity (also capped by max_eval_samples); -1: skip
   std::string command_line;           // recorded in report.md
   // Budget matching: the reference config whose pruning ratio every other config is matched

@@ -5,49 +5,36 @@
 #include "models/masked_autoencoder.h"
 #include "models/vision_transformer.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
-#include "train/pretrained_weights.h"
-#include "train/pretrain.h"
+#include "models/model_description.h"
+#include "pipelines/checkpoint_model.h"
+#include "models/pretrained_weights.h"
+#include "pipelines/pretrain.h"
 #include "util/errors.h"
 #include "weights/weight_file.h"
 
 namespace sparsevit::inference {
-namespace {
-
-// The checkpoint's model description (model name, shape, attention config, classes, dataset):
-// what a reader needs to rebuild the model around the tensors (sparsevit.models.load in Python).
-std::map<std::string, std::string> model_metadata(const train::LoadedCheckpoint& ckpt) {
-  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json());
-  nlohmann::json description = nlohmann::json::object();
-  for (const char* key : {"model", "nb_classes", "attention_yaml", "attention_overrides", "model_shape",
-                          "temporal_attention_yaml", "mae"})
-    if (meta.contains(key)) description[key] = meta.at(key);
-  if (meta.contains("config") && meta.at("config").contains("dataset"))
-    description["dataset"] = meta.at("config").at("dataset");
-  return {{"format", "pt"}, {"sparsevit_model", description.dump()}};
-}
-
-}  // namespace
 
 ExportSummary export_checkpoint(const std::string& path, const std::string& format, const std::string& output) {
   const weights::WeightFormat target = weights::parse_weight_format_name(format);
   const train::LoadedCheckpoint ckpt(path);
+  const std::optional<models::ModelDescription> description = pipelines::checkpoint_description(ckpt);
   ExportSummary summary;
-  train::NamedTensors tensors;
-  if (auto mae = train::load_checkpoint_mae(ckpt)) {
+  weights::NamedTensors tensors;
+  if (description && description->mae) {
+    auto mae = pipelines::load_checkpoint_mae(ckpt);
     summary.model = mae->name;
-    tensors = train::exported_parameters(*mae->model);
+    tensors = models::exported_parameters(*mae->model);
+  } else if (description && description->classifier) {
+    summary.model = description->classifier->model;
+    tensors = models::exported_parameters(*pipelines::load_checkpoint_model(ckpt));
   } else {
-    const std::optional<train::CheckpointModel> m = train::checkpoint_model(ckpt);
-    if (!m) throw RuntimeError(path + " does not say which model it holds (no model metadata)");
-    auto model = train::create_described_model(*m);
-    ckpt.load_model(*model);
-    summary.model = m->model;
-    tensors = train::exported_parameters(*model);
+    throw RuntimeError(path + " does not say which model it holds (no model metadata)");
   }
   for (const auto& [name, t] : tensors) summary.parameters += t.numel();
   summary.tensors = static_cast<int64_t>(tensors.size());
-  weights::write_weight_file(output, tensors, target, model_metadata(ckpt));
+  // The model's description travels with the tensors: what sparsevit.models.load (Python) rebuilds from.
+  weights::write_weight_file(output, tensors, target,
+                             {{"format", "pt"}, {"sparsevit_model", models::model_description_json(*description).dump()}});
   return summary;
 }
 

@@ -14,14 +14,14 @@
 #include "data/video_decoder.h"
 #include "data/video_list_dataset.h"
 #include "data/video_sampling.h"
-#include "train/video_data.h"
+#include "pipelines/video_data.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "runtime/cpu_threads.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
-#include "train/pretrained_weights.h"
-#include "train/run_setup.h"
+#include "pipelines/checkpoint_model.h"
+#include "models/pretrained_weights.h"
+#include "pipelines/run_setup.h"
 #include "util/errors.h"
 #include "util/npy_file.h"
 #include "weights/weight_file.h"
@@ -30,7 +30,7 @@ namespace sparsevit::inference {
 namespace fs = std::filesystem;
 namespace {
 
-const at::Tensor* find(const train::NamedTensors& weights, const std::string& name) {
+const at::Tensor* find(const weights::NamedTensors& weights, const std::string& name) {
   for (const auto& [n, t] : weights)
     if (n == name) return &t;
   return nullptr;
@@ -39,9 +39,9 @@ const at::Tensor* find(const train::NamedTensors& weights, const std::string& na
 // Fills the shape flags left at 0 from the weights (timm layout): classes from head.weight,
 // width / patch / channels from patch_embed.proj.weight, input size from pos_embed, depth from
 // the highest block index, global pooling from fc_norm without norm. Heads cannot be read off.
-models::ModelOptions options_from_weights(const train::NamedTensors& file_weights, train::TrainConfig c,
+models::ModelOptions options_from_weights(const weights::NamedTensors& file_weights, pipelines::TrainConfig c,
                                           const config::AttentionSpec& spec) {
-  const train::NamedTensors weights = train::without_wrapper_prefixes(file_weights);
+  const weights::NamedTensors weights = models::without_wrapper_prefixes(file_weights);
   // Video models: frames from time_embed [1, T, C]; without temporal attention the weights are
   // joint_space_time (time_embed) or space_only (none).
   const at::Tensor* time_embed = find(weights, "time_embed");
@@ -68,7 +68,7 @@ models::ModelOptions options_from_weights(const train::NamedTensors& file_weight
     if (depth > 0) c.depth = depth;
   }
   if (!c.global_pool && find(weights, "fc_norm.weight") && !find(weights, "norm.weight")) c.global_pool = true;
-  models::ModelOptions o = train::vit_model_options(c, spec);
+  models::ModelOptions o = pipelines::vit_model_options(c, spec);
   if (proj && proj->dim() == 4) o.in_chans = proj->size(1);
   return o;
 }
@@ -82,26 +82,26 @@ LoadedModel load_model(const PredictOptions& p) {
   if (p.resume.empty() == p.weights.empty()) throw UsageError("predict needs exactly one of --resume CKPT or --weights FILE");
   if (!p.resume.empty()) {
     const train::LoadedCheckpoint ckpt(p.resume);
-    const std::optional<train::CheckpointModel> m = train::checkpoint_model(ckpt);
+    const std::optional<models::ClassifierDescription> m = pipelines::checkpoint_classifier(ckpt);
     if (!m) throw RuntimeError(p.resume + " does not say which model it holds; use --weights with --model");
-    auto model = train::create_described_model(*m);
+    auto model = models::create_classifier(m->model, models::model_options(*m));
     ckpt.load_model(*model);
     return {model, m->dataset.empty() ? p.model.dataset : m->dataset};
   }
-  const train::NamedTensors weights = weights::read_weight_file(p.weights);
+  const weights::NamedTensors weights = weights::read_weight_file(p.weights);
   // Published weights run as published (dense) unless an attention config is given.
-  train::AttentionConfig attention;
-  if (!p.model.attn_cfg.empty()) attention = train::load_attention_config(p.model.attn_cfg, p.model.attn_set);
-  train::AttentionConfig temporal;
-  if (!p.model.temporal_attn_cfg.empty()) temporal = train::load_attention_config(p.model.temporal_attn_cfg, {});
+  config::AttentionConfig attention;
+  if (!p.model.attn_cfg.empty()) attention = config::load_attention_config(p.model.attn_cfg, p.model.attn_set);
+  config::AttentionConfig temporal;
+  if (!p.model.temporal_attn_cfg.empty()) temporal = config::load_attention_config(p.model.temporal_attn_cfg, {});
   models::ModelOptions options = options_from_weights(weights, p.model, attention.spec);
   options.temporal_attention = temporal.spec;
   auto model = models::create_classifier(p.model.model, options);
-  const train::PretrainedLoad load = train::load_pretrained(*model, weights, p.weights);
+  const models::PretrainedLoad load = models::load_pretrained(*model, weights, p.weights);
   if (!load.missing.empty() || !load.removed.empty())
-    throw UsageError(p.weights + ": the weights do not fill the model (" + train::describe(load) +
+    throw UsageError(p.weights + ": the weights do not fill the model (" + models::describe(load) +
                      "); check --model and the shape flags");
-  if (!load.unexpected.empty()) spdlog::warn("{}: {}", p.weights, train::describe(load));
+  if (!load.unexpected.empty()) spdlog::warn("{}: {}", p.weights, models::describe(load));
   return {model, p.model.dataset};
 }
 
@@ -136,14 +136,14 @@ ModelInput read_npy_input(const std::string& input, const models::Classifier& mo
 
 // A video file or a folder of frames: one clip, its test views (--test_num_clips x
 // --test_num_crops, TimeSformer's sampling) normalised as in training.
-ModelInput read_video_input(const std::string& input, const models::Classifier& model, const train::TrainConfig& c,
+ModelInput read_video_input(const std::string& input, const models::Classifier& model, const pipelines::TrainConfig& c,
                             const std::string& dataset) {
   const models::VitConfig& vc = model.config();
   std::error_code ec;
   const int64_t channels = vc.in_chans == 1 ? 1 : 3;
   const data::VideoClip clip = fs::is_directory(input, ec) ? data::read_frame_folder(input, channels)
                                                            : data::decode_video_file(input, channels);
-  const data::ClipSampling sampling = train::clip_sampling(c, dataset, vc.img_size, model.num_frames());
+  const data::ClipSampling sampling = pipelines::clip_sampling(c, dataset, vc.img_size, model.num_frames());
   const data::Transform transform = data::build_video_transform(vc.in_chans, data::video_mean_std(vc.in_chans));
   ModelInput out;
   out.views = sampling.test_num_clips * sampling.test_num_crops;
@@ -156,7 +156,7 @@ ModelInput read_video_input(const std::string& input, const models::Classifier& 
 }
 
 // Images, an image folder, or (video models) a video file or frame folder.
-ModelInput read_input(const std::string& input, const models::Classifier& model, const train::TrainConfig& c,
+ModelInput read_input(const std::string& input, const models::Classifier& model, const pipelines::TrainConfig& c,
                       const std::string& dataset) {
   std::error_code ec;
   if (!fs::exists(input, ec)) throw UsageError("--input '" + input + "' does not exist");
@@ -193,8 +193,8 @@ ModelInput read_input(const std::string& input, const models::Classifier& model,
 }  // namespace
 
 Predictions run_predict(const PredictOptions& p) {
-  const train::TrainConfig config = train::resolve(p.model);
-  train::check_device(config.device);
+  const pipelines::TrainConfig config = pipelines::resolve(p.model);
+  pipelines::check_device(config.device);
   runtime::configure_cpu_threads(config.threads);
   if (p.topk < 1) throw UsageError("--topk must be >= 1");
   LoadedModel loaded = load_model(p);

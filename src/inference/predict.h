@@ -11,7 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 namespace sparsevit::inference {
 
@@ -20,7 +20,7 @@ struct PredictOptions {
   std::string weights;  // or a safetensors / .pth / checkpoint file with timm names
   // --model, --nb_classes, --attn_cfg, --attn_set, the shape flags, --dataset (normalisation of
   // image inputs), --batch_size, --threads, --device: the training flags of the same names.
-  train::TrainConfig model;
+  pipelines::TrainConfig model;
   std::string input;    // an image, a folder of images, or a float32 .npy [B, C, H, W] used as is
   std::string output;   // logits [B, K] as float32 .npy ("" : not written)
   int64_t topk = 5;

@@ -13,6 +13,7 @@
 
 #include "analysis/attention_report.h"
 #include "config/attention_spec.h"
+#include "models/model_description.h"
 #include "patterns/mask_registry.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
@@ -127,6 +128,35 @@ void register_python_mask(const std::string& name, const py::function& fn, const
   patterns::register_mask_generator(std::move(g));
 }
 
+// models/model_description's reading of a checkpoint's (or an exported file's) description, as a
+// dict: "kind" (classifier | mae | policy | none) and the classifier's fields. Python reads no
+// description JSON of its own.
+py::dict model_description_dict(const std::string& metadata_json, const std::string& context) {
+  py::dict out;
+  const nlohmann::json meta = nlohmann::json::parse(metadata_json, nullptr, false);
+  const std::optional<models::ModelDescription> d =
+      meta.is_discarded() ? std::nullopt : models::read_model_description(meta, context);
+  out["kind"] = !d ? "none" : d->classifier ? "classifier" : d->mae ? "mae" : "policy";
+  if (!d || !d->classifier) return out;
+  const models::ClassifierDescription& c = *d->classifier;
+  out["model"] = c.model;
+  out["nb_classes"] = c.nb_classes;
+  if (c.shape) {
+    out["img_size"] = c.shape->img_size;
+    out["patch_size"] = c.shape->patch_size;
+    out["embed_dim"] = c.shape->embed_dim;
+    out["depth"] = c.shape->depth;
+    out["num_heads"] = c.shape->num_heads;
+    out["global_pool"] = c.shape->global_pool;
+  }
+  out["num_frames"] = c.num_frames;
+  out["attention_yaml"] = c.attention.yaml;
+  out["attention_overrides"] = c.attention.overrides;
+  out["temporal_attention_yaml"] = c.temporal_attention.yaml;
+  out["dataset"] = c.dataset;
+  return out;
+}
+
 }  // namespace
 }  // namespace sparsevit
 
@@ -140,6 +170,7 @@ PYBIND11_MODULE(_sparsevit_core, m) {
   m.def("report_json", &report_json, py::arg("yaml"), py::arg("source"), py::arg("overrides"), py::arg("tokens"),
         py::arg("prefix_tokens"), py::arg("heads"), py::arg("head_dim"), py::arg("layers"));
   m.def("default_yaml", [] { return config::default_attention_yaml(); });
+  m.def("model_description", &model_description_dict, py::arg("metadata_json"), py::arg("context"));
   m.def("register_mask", &register_python_mask, py::arg("name"), py::arg("fn"), py::arg("kwarg_names"),
         py::arg("summary"));
   m.def("mask_names", &patterns::mask_names);

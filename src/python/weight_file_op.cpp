@@ -22,7 +22,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 std::tuple<std::vector<std::string>, std::vector<at::Tensor>, std::string> read_weight_file_op(const std::string& path) {
-  train::NamedTensors tensors;
+  weights::NamedTensors tensors;
   nlohmann::json metadata = nlohmann::json::object();
   if (ends_with(path, ".safetensors")) {
     weights::SafetensorsContents contents = weights::read_safetensors(path);

@@ -1,15 +1,6 @@
 #include "train/checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <memory>
+#include <mutex>
 #include <sstream>
 #include <type_traits>
 #include <utility>
@@ -18,84 +9,21 @@
 #include <ATen/core/Generator.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
-#include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
 #include "train/model_ema.h"
-#include "util/atomic_file.h"
 #include "util/errors.h"
 
 namespace sparsevit::train {
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'V', 'C', 'K', 'P', 'T', '0', '1'};
-constexpr size_t kHeaderSize = 32;
-constexpr int64_t kFormatVersion = 1;
-const char* const kFormatName = "sparsevit-checkpoint";
+using weights::first_line;
 
-// FNV-1a-style 64-bit checksum over 64-bit words (8x faster than bytewise FNV), streaming.
-class Checksum {
- public:
-  void update(const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    total_ += n;
-    while (n > 0 && pending_ > 0) {
-      buf_[pending_++] = *p++;
-      --n;
-      if (pending_ == 8) {
-        mix_word(buf_.data());
-        pending_ = 0;
-      }
-    }
-    for (; n >= 8; n -= 8, p += 8) mix_word(p);
-    while (n-- > 0) buf_[pending_++] = *p++;
-  }
-  uint64_t digest() const {
-    uint64_t h = h_;
-    for (size_t i = 0; i < pending_; ++i) h = (h ^ buf_[i]) * kPrime;
-    h = (h ^ total_) * kPrime;
-    return h ^ (h >> 29);
-  }
-
- private:
-  static constexpr uint64_t kPrime = 0x100000001b3ULL;
-  void mix_word(const unsigned char* p) {
-    uint64_t w = 0;
-    for (int i = 7; i >= 0; --i) w = (w << 8) | p[i];  // little-endian, on every host
-    h_ = (h_ ^ w) * kPrime;
-    h_ ^= h_ >> 32;
-  }
-  uint64_t h_ = 0xcbf29ce484222325ULL;
-  uint64_t total_ = 0;
-  std::array<unsigned char, 8> buf_{};
-  size_t pending_ = 0;
-};
-
-void put_u64(unsigned char* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
-}
-uint64_t get_u64(const unsigned char* in) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | in[i];
-  return v;
-}
-
-// First line of a c10::Error / std::exception message (LibTorch's carry backtraces).
-std::string first_line(const std::exception& e) {
-  std::string s;
-  if (const auto* c10e = dynamic_cast<const c10::Error*>(&e)) {
-    s = c10e->what_without_backtrace();
-  } else {
-    s = e.what();
-  }
-  const auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
-std::string errno_text(int err) { return std::strerror(err); }
+// The buffer that holds torch's default CPU generator.
+constexpr const char* kTorchRngKey = "torch_rng_state";
 
 // Key of a parameter in Optimizer::state(): the TensorImpl address as text in LibTorch 1.x
 // (c10::guts::to_string of the pointer), the address itself (void*) in LibTorch 2.x.
@@ -126,8 +54,8 @@ void place_adamw_state(torch::optim::Optimizer& optimizer, const std::string& co
       for (at::Tensor* t : {&s.exp_avg(), &s.exp_avg_sq(), &s.max_exp_avg_sq()}) {
         if (!t->defined() || t->numel() == 0) continue;
         if (t->sizes() != p.sizes()) {
-          throw RuntimeError(context + ": optimizer state of shape " + shape_string(*t) + " does not fit a parameter of shape " +
-                             shape_string(p) + " (was it saved from a different model?)");
+          throw RuntimeError(context + ": optimizer state of shape " + weights::shape_string(*t) + " does not fit a parameter of shape " +
+                             weights::shape_string(p) + " (was it saved from a different model?)");
         }
         *t = t->to(p.device(), p.scalar_type());
       }
@@ -163,168 +91,34 @@ void set_torch_cpu_rng_state(const at::Tensor& state) {
   gen.set_state(state);
 }
 
-uint64_t checkpoint_payload_checksum(const void* data, size_t size) {
-  Checksum checksum;
-  checksum.update(data, size);
-  return checksum.digest();
-}
-
 void save_checkpoint(const std::string& path, const CheckpointContents& c) {
-  const std::string context = "checkpoint " + path;
-  if (c.model == nullptr) throw UsageError(context + ": no model to save");
-  if (!nlohmann::json::accept(c.metadata_json)) throw UsageError(context + ": metadata is not valid JSON");
-
-  torch::serialize::OutputArchive root;
-  try {
-    root.write("format", c10::IValue(std::string(kFormatName)));
-    root.write("format_version", c10::IValue(kFormatVersion));
-    root.write("epoch", c10::IValue(c.epoch));
-    root.write("global_step", c10::IValue(c.global_step));
-    root.write("metadata_json", c10::IValue(c.metadata_json));
-    root.write("host_rng_state", c10::IValue(c.host_rng_state));
-    torch::serialize::OutputArchive model(root.compilation_unit());
-    write_named(model, named_state(*c.model));
-    root.write("model", model);
-    if (c.optimizer != nullptr) {
-      torch::serialize::OutputArchive optimizer(root.compilation_unit());
-      c.optimizer->save(optimizer);
-      root.write("optimizer", optimizer);
-    }
-    if (c.ema != nullptr) {
-      torch::serialize::OutputArchive ema(root.compilation_unit());
-      c.ema->save(ema);
-      root.write("ema", ema);
-    }
-    if (c.save_torch_rng) root.write("torch_rng_state", torch_cpu_rng_state(), /*is_buffer=*/true);
-  } catch (const c10::Error& e) {
-    throw RuntimeError(context + ": cannot serialise: " + first_line(e));
-  }
-
-  AtomicFile file(path);
-  unsigned char header[kHeaderSize] = {};
-  file.write(header, kHeaderSize);
-  Checksum checksum;
-  uint64_t payload = 0;
-  std::string write_error;
-  try {
-    root.save_to([&](const void* data, size_t n) -> size_t {
-      if (!write_error.empty()) return 0;
-      try {
-        file.write(data, n);
-      } catch (const RuntimeError& e) {
-        write_error = e.what();
-        return 0;
-      }
-      checksum.update(data, n);
-      payload += n;
-      return n;
-    });
-  } catch (const std::exception& e) {
-    throw RuntimeError(context + ": " + (write_error.empty() ? "cannot serialise: " + first_line(e) : write_error));
-  }
-  if (!write_error.empty()) throw RuntimeError(context + ": " + write_error);
-  std::memcpy(header, kMagic, 8);
-  put_u64(header + 8, payload);
-  put_u64(header + 16, checksum.digest());
-  try {
-    file.write_at(0, header, kHeaderSize);
-    file.commit();
-  } catch (const RuntimeError& e) {
-    throw RuntimeError(context + ": " + e.what());
-  }
+  if (c.model == nullptr) throw UsageError("checkpoint " + path + ": no model to save");
+  std::vector<weights::CheckpointSection> sections;
+  if (c.optimizer != nullptr)
+    sections.push_back({"optimizer", [&](torch::serialize::OutputArchive& a) { c.optimizer->save(a); }});
+  if (c.ema != nullptr) sections.push_back({"ema", [&](torch::serialize::OutputArchive& a) { c.ema->save(a); }});
+  weights::NamedTensors buffers;
+  if (c.save_torch_rng) buffers.emplace_back(kTorchRngKey, torch_cpu_rng_state());
+  weights::write_checkpoint_file(path, {c.epoch, c.global_step, c.host_rng_state, c.metadata_json},
+                                 weights::named_state(*c.model), sections, buffers);
 }
 
-LoadedCheckpoint::LoadedCheckpoint(std::string path) : path_(std::move(path)) {
-  const std::string context = "checkpoint " + path_;
-  auto file = std::make_shared<std::ifstream>(path_, std::ios::binary);
-  if (!*file) {
-    struct stat st {};
-    if (::stat(path_.c_str(), &st) != 0) throw RuntimeError(context + ": no such file");
-    throw RuntimeError(context + ": cannot open: " + errno_text(errno));
-  }
-  file->seekg(0, std::ios::end);
-  const auto file_size = static_cast<uint64_t>(file->tellg());
-  file->seekg(0);
-  unsigned char header[kHeaderSize];
-  if (file_size < kHeaderSize || !file->read(reinterpret_cast<char*>(header), kHeaderSize)) {
-    throw RuntimeError(context + ": truncated (" + std::to_string(file_size) + " bytes, smaller than its header)");
-  }
-  if (std::memcmp(header, kMagic, 8) != 0) {
-    throw RuntimeError(context + ": not a sparsevit checkpoint (unknown header)");
-  }
-  const uint64_t payload = get_u64(header + 8);
-  const uint64_t expected_sum = get_u64(header + 16);
-  if (file_size - kHeaderSize < payload) {
-    throw RuntimeError(context + ": truncated (" + std::to_string(file_size) + " bytes, expected " +
-                       std::to_string(payload + kHeaderSize) + ")");
-  }
-  if (file_size - kHeaderSize > payload) {
-    throw RuntimeError(context + ": corrupt (" + std::to_string(file_size - kHeaderSize - payload) +
-                       " unexpected bytes after the data)");
-  }
-  Checksum checksum;
-  std::vector<char> chunk(1 << 20);
-  for (uint64_t left = payload; left > 0;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
-    if (!file->read(chunk.data(), static_cast<std::streamsize>(n))) throw RuntimeError(context + ": read error");
-    checksum.update(chunk.data(), n);
-    left -= n;
-  }
-  if (checksum.digest() != expected_sum) throw RuntimeError(context + ": corrupt (checksum mismatch)");
-
-  try {
-    file->clear();
-    archive_.load_from(
-        [file](uint64_t pos, void* buf, size_t n) -> size_t {
-          file->clear();
-          file->seekg(static_cast<std::streamoff>(kHeaderSize + pos));
-          file->read(static_cast<char*>(buf), static_cast<std::streamsize>(n));
-          return static_cast<size_t>(file->gcount());
-        },
-        [payload]() -> size_t { return static_cast<size_t>(payload); }, torch::Device(torch::kCPU));
-
-    c10::IValue v;
-    if (!archive_.try_read("format", v) || !v.isString() || v.toStringRef() != kFormatName) {
-      throw RuntimeError(context + ": not a sparsevit checkpoint (no format marker)");
-    }
-    archive_.read("format_version", v);
-    if (!v.isInt() || v.toInt() > kFormatVersion) {
-      throw RuntimeError(context + ": written by a newer sparsevit (format version " +
-                         (v.isInt() ? std::to_string(v.toInt()) : std::string("?")) + ")");
-    }
-    archive_.read("epoch", v);
-    epoch_ = v.toInt();
-    archive_.read("global_step", v);
-    global_step_ = v.toInt();
-    archive_.read("metadata_json", v);
-    metadata_json_ = v.toStringRef();
-    archive_.read("host_rng_state", v);
-    host_rng_state_ = v.toStringRef();
-    torch::serialize::InputArchive model;
-    if (!archive_.try_read("model", model)) throw RuntimeError(context + ": holds no model state");
-    model_ = read_named(model, context);
-    torch::serialize::InputArchive probe;
-    has_optimizer_ = archive_.try_read("optimizer", probe);
-    has_ema_ = archive_.try_read("ema", probe);
-    at::Tensor rng;
-    if (archive_.try_read("torch_rng_state", rng, /*is_buffer=*/true)) torch_rng_state_ = rng;
-  } catch (const RuntimeError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw RuntimeError(context + ": unreadable: " + first_line(e));
-  }
+LoadedCheckpoint::LoadedCheckpoint(std::string path) : weights::CheckpointFile(std::move(path)) {
+  has_optimizer_ = has_section("optimizer");
+  has_ema_ = has_section("ema");
+  torch_rng_state_ = buffer(kTorchRngKey);
 }
 
 void LoadedCheckpoint::load_model(torch::nn::Module& model) const {
-  copy_named_into(model_, named_state(model), "checkpoint " + path_);
+  weights::copy_named_into(model_tensors(), weights::named_state(model), "checkpoint " + path());
 }
 
 void LoadedCheckpoint::load_optimizer(torch::optim::Optimizer& optimizer) const {
-  const std::string context = "checkpoint " + path_;
+  const std::string context = "checkpoint " + path();
   if (!has_optimizer_) throw RuntimeError(context + ": holds no optimizer state");
   try {
     torch::serialize::InputArchive nested;
-    archive_.read("optimizer", nested);
+    read_section("optimizer", nested);
     optimizer.load(nested);
   } catch (const c10::Error& e) {
     throw RuntimeError(context + ": optimizer state does not fit this optimizer: " + first_line(e));
@@ -333,11 +127,11 @@ void LoadedCheckpoint::load_optimizer(torch::optim::Optimizer& optimizer) const 
 }
 
 void LoadedCheckpoint::load_ema(ModelEma& ema) const {
-  const std::string context = "checkpoint " + path_ + " (EMA)";
-  if (!has_ema_) throw RuntimeError("checkpoint " + path_ + ": holds no EMA state (was --model_ema off?)");
+  const std::string context = "checkpoint " + path() + " (EMA)";
+  if (!has_ema_) throw RuntimeError("checkpoint " + path() + ": holds no EMA state (was --model_ema off?)");
   try {
     torch::serialize::InputArchive nested;
-    archive_.read("ema", nested);
+    read_section("ema", nested);
     ema.load(nested, context);
   } catch (const c10::Error& e) {
     throw RuntimeError(context + ": " + first_line(e));
@@ -345,11 +139,11 @@ void LoadedCheckpoint::load_ema(ModelEma& ema) const {
 }
 
 void LoadedCheckpoint::restore_torch_rng() const {
-  if (!torch_rng_state_.defined()) throw RuntimeError("checkpoint " + path_ + ": holds no torch RNG state");
+  if (!torch_rng_state_.defined()) throw RuntimeError("checkpoint " + path() + ": holds no torch RNG state");
   try {
     set_torch_cpu_rng_state(torch_rng_state_);
   } catch (const c10::Error& e) {
-    throw RuntimeError("checkpoint " + path_ + ": invalid torch RNG state: " + first_line(e));
+    throw RuntimeError("checkpoint " + path() + ": invalid torch RNG state: " + first_line(e));
   }
 }
 

@@ -1,13 +1,7 @@
-// Training checkpoints: one file holding model state, optimizer state, EMA state, epoch, global
-// step, host and torch RNG states and free-form JSON metadata (resolved config, model name,
-// attention spec, per-layer patterns ...).
-//
-// File layout: a 32-byte header ("SVCKPT01", payload size, FNV-1a-64 checksum of the payload,
-// reserved) followed by a torch::serialize archive (PyTorch zip). The checksum turns truncated
-// or corrupted files into a clear RuntimeError instead of garbage weights.
-//
-// Writes are atomic (util/atomic_file.h): a uniquely named temporary in the same folder, fsynced,
-// renamed over <path>; on any failure the temporary is removed and an existing <path> is untouched.
+// Training checkpoints: the container of weights/checkpoint_file.h holding a run's whole state —
+// model, optimizer (section "optimizer"), EMA (section "ema"), epoch, global step, the host
+// generator and torch's CPU generator (buffer "torch_rng_state") — and free-form JSON metadata
+// (the model description, the resolved config). Resume restores all of it.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +13,8 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
-#include "train/named_tensors.h"
+#include "weights/checkpoint_file.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::train {
 
@@ -37,32 +32,22 @@ struct CheckpointContents {
   std::string metadata_json = "{}";  // any JSON text (must parse)
 };
 
-// The header's checksum of a payload (what a writer of the format, or a fuzzer, must compute).
-uint64_t checkpoint_payload_checksum(const void* data, size_t size);
-
-// Writes atomically (see above). Throws RuntimeError "checkpoint PATH: ..." on failure (the old
-// file, if any, stays intact) and UsageError when `model` is null or metadata is not JSON.
+// Writes atomically (weights/checkpoint_file.h). Throws RuntimeError "checkpoint PATH: ..." on
+// failure (the old file, if any, stays intact) and UsageError when `model` is null or metadata is
+// not JSON.
 void save_checkpoint(const std::string& path, const CheckpointContents& contents);
 
-// A checkpoint read and verified (header, size, checksum, format) by its constructor, which
-// throws RuntimeError "checkpoint PATH: ..." on a missing, truncated, corrupt or foreign file.
-// The parts are then restored one by one, so a caller can read metadata_json() first (to build
-// the right model) and load the weights afterwards.
-class LoadedCheckpoint {
+// A checkpoint read and verified by weights::CheckpointFile's constructor (RuntimeError
+// "checkpoint PATH: ..." on a missing, truncated, corrupt or foreign file). The parts are then
+// restored one by one, so a caller can read metadata_json() first (to build the right model) and
+// load the weights afterwards.
+class LoadedCheckpoint : public weights::CheckpointFile {
  public:
   explicit LoadedCheckpoint(std::string path);
 
-  const std::string& path() const { return path_; }
-  int64_t epoch() const { return epoch_; }
-  int64_t global_step() const { return global_step_; }
-  const std::string& metadata_json() const { return metadata_json_; }
-  const std::string& host_rng_state() const { return host_rng_state_; }  // "" when none was saved
   bool has_optimizer() const { return has_optimizer_; }
   bool has_ema() const { return has_ema_; }
   bool has_torch_rng() const { return torch_rng_state_.defined(); }
-
-  // The saved model tensors (CPU), in saved order.
-  const NamedTensors& model_tensors() const { return model_; }
 
   // Copies the weights into `model` (strict: same names and shapes, else RuntimeError naming the
   // first offending parameter; nothing is changed then).
@@ -77,13 +62,8 @@ class LoadedCheckpoint {
   void restore_torch_rng() const;
 
  private:
-  std::string path_;
-  int64_t epoch_ = 0, global_step_ = 0;
-  std::string metadata_json_, host_rng_state_;
   bool has_optimizer_ = false, has_ema_ = false;
-  NamedTensors model_;
   at::Tensor torch_rng_state_;
-  mutable torch::serialize::InputArchive archive_;
 };
 
 // std::mt19937_64 state as text (operator<<) and back; the text is the standard's, so it is the

@@ -21,17 +21,17 @@ double ema_warmup_decay(int64_t optimization_step, const EmaWarmup& w) {
 namespace {
 
 // The model's tensors in the EMA's order, checked by name and shape.
-NamedTensors matching_state(const NamedTensors& ema, const torch::nn::Module& model) {
-  return align_named(named_state(model), ema, "model EMA (the model changed since the EMA was created)");
+weights::NamedTensors matching_state(const weights::NamedTensors& ema, const torch::nn::Module& model) {
+  return weights::align_named(weights::named_state(model), ema, "model EMA (the model changed since the EMA was created)");
 }
 
 }  // namespace
 
-ModelEma::ModelEma(const torch::nn::Module& model) : ema_(clone_named(named_state(model))) {}
+ModelEma::ModelEma(const torch::nn::Module& model) : ema_(weights::clone_named(weights::named_state(model))) {}
 
 void ModelEma::update(const torch::nn::Module& model, double decay) {
   if (!(decay >= 0.0 && decay <= 1.0)) throw UsageError("model_ema_decay must lie in [0, 1], got " + std::to_string(decay));
-  const NamedTensors state = matching_state(ema_, model);
+  const weights::NamedTensors state = matching_state(ema_, model);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < ema_.size(); ++i) {
     at::Tensor& e = ema_[i].second;
@@ -46,13 +46,13 @@ void ModelEma::update(const torch::nn::Module& model, double decay) {
 }
 
 void ModelEma::copy_to(torch::nn::Module& model) const {
-  const NamedTensors state = matching_state(ema_, model);
+  const weights::NamedTensors state = matching_state(ema_, model);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < ema_.size(); ++i) state[i].second.copy_(ema_[i].second);
 }
 
 void ModelEma::swap_into(torch::nn::Module& model) {
-  const NamedTensors state = matching_state(ema_, model);
+  const weights::NamedTensors state = matching_state(ema_, model);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < ema_.size(); ++i) {
     at::Tensor held = state[i].second.detach().clone();
@@ -62,13 +62,13 @@ void ModelEma::swap_into(torch::nn::Module& model) {
 }
 
 void ModelEma::save(torch::serialize::OutputArchive& archive) const {
-  write_named(archive, ema_);
+  weights::write_named(archive, ema_);
   archive.write("num_updates", c10::IValue(num_updates_));
 }
 
 void ModelEma::load(torch::serialize::InputArchive& archive, const std::string& context) {
-  const NamedTensors saved = read_named(archive, context);
-  copy_named_into(saved, ema_, context);
+  const weights::NamedTensors saved = weights::read_named(archive, context);
+  weights::copy_named_into(saved, ema_, context);
   c10::IValue n;
   num_updates_ = archive.try_read("num_updates", n) && n.isInt() ? n.toInt() : 0;
 }

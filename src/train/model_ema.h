@@ -9,7 +9,7 @@
 #include <torch/nn/module.h>
 #include <torch/serialize/archive.h>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::train {
 
@@ -39,7 +39,7 @@ class ModelEma {
   // EmaWeightsScope to evaluate with EMA weights and get the training weights back.
   void swap_into(torch::nn::Module& model);
 
-  const NamedTensors& tensors() const { return ema_; }
+  const weights::NamedTensors& tensors() const { return ema_; }
   int64_t num_updates() const { return num_updates_; }
 
   // Serialisation into (a nested) archive; load validates names and shapes (RuntimeError
@@ -48,7 +48,7 @@ class ModelEma {
   void load(torch::serialize::InputArchive& archive, const std::string& context = "EMA state");
 
  private:
-  NamedTensors ema_;
+  weights::NamedTensors ema_;
   int64_t num_updates_ = 0;
 };
 

@@ -111,7 +111,7 @@ c10::IValue read_pth(const std::string& path) {
   return parse_archive(file, path);
 }
 
-train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path) {
+weights::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path) {
   if (!root.isGenericDict())
     throw RuntimeError(path + ": holds a " + root.tagKind() + ", not a dict of tensors");
   c10::IValue chosen;
@@ -136,7 +136,7 @@ train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::stri
                        "keys 'model', 'state_dict', 'model_ema', 'state_dict_ema', 'module', 'net' (its keys: " +
                        top_level_keys(root) + ")");
   const std::string where = chosen_key.empty() ? path + ": " : path + ": under '" + chosen_key + "': ";
-  train::NamedTensors tensors;
+  weights::NamedTensors tensors;
   for (const auto& entry : chosen.toGenericDict()) {
     if (!entry.key().isString()) throw RuntimeError(where + "a key is not a string");
     if (!entry.value().isTensor())
@@ -146,7 +146,7 @@ train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::stri
   return tensors;
 }
 
-void write_pth(const std::string& path, const train::NamedTensors& tensors) {
+void write_pth(const std::string& path, const weights::NamedTensors& tensors) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [name, tensor] : tensors) {
     if (!tensor.defined()) throw UsageError(path + ": tensor '" + printable(name) + "' is undefined");

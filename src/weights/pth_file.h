@@ -10,7 +10,7 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::weights {
 
@@ -23,10 +23,10 @@ c10::IValue read_pth(const std::string& path);
 // first of root["model"] (MAE), ["state_dict"], ["model_ema"], ["module"], ["net"] that is one.
 // RuntimeError naming the top-level keys when none is; naming the key when the chosen dict maps a
 // name to something other than a tensor.
-train::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path);
+weights::NamedTensors state_dict_from_pth(const c10::IValue& root, const std::string& path);
 
 // A dict of name -> tensor (made contiguous and moved to the CPU), atomically. UsageError on a
 // duplicate name or an undefined tensor.
-void write_pth(const std::string& path, const train::NamedTensors& tensors);
+void write_pth(const std::string& path, const weights::NamedTensors& tensors);
 
 }  // namespace sparsevit::weights

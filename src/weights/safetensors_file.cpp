@@ -197,7 +197,7 @@ SafetensorsContents read_safetensors(const std::string& path) {
   return parse_safetensors(read_file_bytes(path), path);
 }
 
-void write_safetensors(const std::string& path, const train::NamedTensors& tensors,
+void write_safetensors(const std::string& path, const weights::NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;

@@ -10,12 +10,12 @@
 #include <string>
 #include <string_view>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::weights {
 
 struct SafetensorsContents {
-  train::NamedTensors tensors;                  // in the file's data order (by begin offset)
+  weights::NamedTensors tensors;                  // in the file's data order (by begin offset)
   std::map<std::string, std::string> metadata;  // "__metadata__", empty when absent
 };
 
@@ -31,7 +31,7 @@ SafetensorsContents read_safetensors(const std::string& path);
 // Writes `tensors` (CPU, supported dtype, unique non-empty names) in the given order, with a
 // space-padded header whose length is a multiple of 8, as the reference writer does. Atomic
 // (util/atomic_file.h). UsageError for tensors it cannot represent; RuntimeError on I/O failure.
-void write_safetensors(const std::string& path, const train::NamedTensors& tensors,
+void write_safetensors(const std::string& path, const weights::NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace sparsevit::weights

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "train/checkpoint.h"
+#include "weights/checkpoint_file.h"
 #include "util/errors.h"
 #include "weights/pth_file.h"
 #include "weights/safetensors_file.h"
@@ -43,11 +43,11 @@ WeightFormat detect_weight_format(const std::string& path) {
   throw RuntimeError(path + ": not a weight file: neither safetensors, a torch.save zip (.pth) nor a sparsevit checkpoint");
 }
 
-train::NamedTensors read_weight_file(const std::string& path) {
+weights::NamedTensors read_weight_file(const std::string& path) {
   switch (detect_weight_format(path)) {
     case WeightFormat::safetensors: return read_safetensors(path).tensors;
     case WeightFormat::pth: return state_dict_from_pth(read_pth(path), path);
-    case WeightFormat::checkpoint: return train::LoadedCheckpoint(path).model_tensors();
+    case WeightFormat::checkpoint: return CheckpointFile(path).model_tensors();
   }
   throw RuntimeError(path + ": unknown weight format");
 }
@@ -60,7 +60,7 @@ WeightFormat parse_weight_format_name(const std::string& name) {
   throw UsageError("unknown weight format '" + name + "' (expected safetensors or pth)");
 }
 
-void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format,
+void write_weight_file(const std::string& path, const weights::NamedTensors& tensors, WeightFormat format,
                        const std::map<std::string, std::string>& metadata) {
   switch (format) {
     case WeightFormat::safetensors: write_safetensors(path, tensors, metadata); return;

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::weights {
 
@@ -20,8 +20,8 @@ const char* weight_format_name(WeightFormat format);
 WeightFormat detect_weight_format(const std::string& path);
 
 // The model's tensors from any of the three formats (a .pth's state dict is found as
-// state_dict_from_pth describes; a checkpoint gives LoadedCheckpoint::model_tensors()).
-train::NamedTensors read_weight_file(const std::string& path);
+// state_dict_from_pth describes; a checkpoint gives CheckpointFile::model_tensors()).
+weights::NamedTensors read_weight_file(const std::string& path);
 
 // "safetensors" or "pth" (case-insensitive); UsageError otherwise. Checkpoints are written by
 // train::save_checkpoint, which needs more than tensors.
@@ -29,7 +29,7 @@ WeightFormat parse_weight_format_name(const std::string& name);
 
 // UsageError for WeightFormat::checkpoint. `metadata` goes to safetensors' "__metadata__" (a .pth
 // holds tensors only, as timm's state dicts do).
-void write_weight_file(const std::string& path, const train::NamedTensors& tensors, WeightFormat format,
+void write_weight_file(const std::string& path, const weights::NamedTensors& tensors, WeightFormat format,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace sparsevit::weights

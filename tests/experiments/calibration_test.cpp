@@ -15,8 +15,8 @@
 #include "patterns/pruning_mask.h"
 #include "support/synthetic_idx.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
-#include "train/finetune.h"
+#include "pipelines/checkpoint_model.h"
+#include "pipelines/finetune.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
@@ -33,7 +33,7 @@ class CalibrationTest : public ::testing::Test {
     testing::write_synthetic_idx(root_ / "data", "train", 128, 1);
     testing::write_synthetic_idx(root_ / "data", "t10k", 32, 2);
     // One short epoch of a dense 28x28 / patch-4 model (N = 50): the checkpoint to calibrate.
-    train::TrainConfig c;
+    pipelines::TrainConfig c;
     c.dataset = "mnist";
     c.data_path = (root_ / "data").string();
     c.model = "vit_nano_patch4_28";
@@ -43,7 +43,7 @@ class CalibrationTest : public ::testing::Test {
     c.lr = 1e-3;
     c.threads = 2;
     c.output_dir = (root_ / "dense").string();
-    train::run_finetune(c);
+    pipelines::run_finetune(c);
     std::ofstream(root_ / "pruning.yaml") << "attention:\n  mask: pruning\n  mask_kwargs:\n    pruning_ratio: 0.9\n"
                                           << "    scores_file: " << (root_ / "scores.npy").string() << "\n";
   }
@@ -94,7 +94,7 @@ TEST_F(CalibrationTest, WritesTheMeanAttentionMapsAndPrunesToTheTarget) {
   // Layer 2's scores against softmax(q k^T / sqrt(d)) computed here from the checkpoint's
   // qkv weights on the same 40 images, in float64.
   const train::LoadedCheckpoint ckpt(config().resume);
-  auto model = train::load_checkpoint_vit(ckpt, "test");
+  auto model = pipelines::load_checkpoint_vit(ckpt, "test");
   model->eval();
   torch::NoGradGuard no_grad;
   auto set = data::max_samples(data::make_dataset("mnist", (root_ / "data").string(), true), 40);
@@ -120,7 +120,7 @@ TEST_F(CalibrationTest, ExplicitOutputAndTheCalibratedConfigTrains) {
   ASSERT_TRUE(fs::exists(c.output));
   EXPECT_FALSE(fs::exists(c.output + ".tmp"));
   // The pruning config with these scores builds a model that trains and reports its ratio.
-  train::TrainConfig t;
+  pipelines::TrainConfig t;
   t.dataset = "mnist";
   t.data_path = (root_ / "data").string();
   t.model = "vit_nano_patch4_28";
@@ -130,7 +130,7 @@ TEST_F(CalibrationTest, ExplicitOutputAndTheCalibratedConfigTrains) {
   t.batch_size = 32;
   t.max_train_samples = 64;
   t.threads = 2;
-  const train::TrainSummary s = train::run_finetune(t);
+  const pipelines::TrainSummary s = pipelines::run_finetune(t);
   EXPECT_NEAR(s.pruning_ratio, 0.9, 0.005);
 }
 

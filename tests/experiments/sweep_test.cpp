@@ -24,7 +24,7 @@
 #include "models/vision_transformer.h"
 #include "support/synthetic_idx.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
+#include "pipelines/checkpoint_model.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
@@ -384,7 +384,7 @@ TEST_F(SweepTest, DiversityMatchesAnIndependentComputation) {
 
   // By hand: Y_h = softmax(q_h k_h^T / sqrt(16)) v_h from the last block's qkv weights, float64.
   const train::LoadedCheckpoint ckpt(d.resume);
-  auto model = train::load_checkpoint_vit(ckpt, "test");
+  auto model = pipelines::load_checkpoint_vit(ckpt, "test");
   model->eval();
   torch::NoGradGuard no_grad;
   auto set = data::max_samples(data::make_dataset("mnist", d.data_path, false), 20);

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "train/checkpoint.h"
+#include "weights/checkpoint_file.h"
 #include "util/errors.h"
 
 
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (archive_mode && (data[0] & 1)) {
     bytes.assign(32, '\0');
     std::memcpy(bytes.data(), "SVCKPT01", 8);
-    const uint64_t payload = size - 1, sum = sparsevit::train::checkpoint_payload_checksum(data + 1, size - 1);
+    const uint64_t payload = size - 1, sum = sparsevit::weights::checkpoint_payload_checksum(data + 1, size - 1);
     for (int i = 0; i < 8; ++i) {
       bytes[8 + i] = static_cast<char>((payload >> (8 * i)) & 0xff);
       bytes[16 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
@@ -32,8 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   sparsevit::fuzz::TempFile file(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), ".pt");
   try {
-    const sparsevit::train::LoadedCheckpoint checkpoint(file.path());
+    const sparsevit::weights::CheckpointFile checkpoint(file.path());
     (void)checkpoint.metadata_json();
+    // What resuming asks of a file: its training-state sections and torch's generator.
+    (void)checkpoint.has_section("optimizer");
+    (void)checkpoint.has_section("ema");
+    (void)checkpoint.buffer("torch_rng_state");
   } catch (const sparsevit::RuntimeError&) {
   }
   return 0;

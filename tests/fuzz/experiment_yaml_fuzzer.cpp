@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "fuzz_support.h"
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 #include "util/errors.h"
 
 // train_config.cpp asks the distributed layer which backends exist; the harness needs no c10d.
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sparsevit::fuzz::TempFile file(data, size, ".yaml");
   CLI::App app{"fuzz"};
   CLI::App* cmd = app.add_subcommand("finetune");
-  sparsevit::train::TrainConfig config;
+  sparsevit::pipelines::TrainConfig config;
   std::string config_file;
   sparsevit::cli::add_train_config_options(cmd, config, /*recipe_only=*/false);
   cmd->add_option("--config", config_file);
@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data()};
   try {
     sparsevit::cli::apply_config_file_option(app, 4, argv);
-    sparsevit::train::resolve(config);
+    sparsevit::pipelines::resolve(config);
   } catch (const sparsevit::UsageError&) {
   }
   return 0;

@@ -11,7 +11,7 @@
 #include "data/image_codec.h"
 #include "models/model_registry.h"
 #include "support/cli_runner.h"
-#include "train/pretrained_weights.h"
+#include "models/pretrained_weights.h"
 #include "weights/weight_file.h"
 
 namespace sparsevit {
@@ -59,7 +59,7 @@ TEST(DocumentedCommands, MaesFinetuneCommandFromATorchSaveFile) {
   o.depth = 1;
   auto pretrained = models::create_model("vit_base_patch16", o);
   const std::string pth = (dir.path() / "mae_pretrain_vit_base.pth").string();
-  weights::write_weight_file(pth, train::exported_parameters(*pretrained), weights::WeightFormat::pth);
+  weights::write_weight_file(pth, models::exported_parameters(*pretrained), weights::WeightFormat::pth);
   const Result r = run("finetune --batch_size 64 --model vit_base_patch16 --finetune " + quote(pth) +
                        " --epochs 2 --blr 5e-4 --layer_decay 0.65 --weight_decay 0.05 --drop_path 0.1 --reprob 0.25"
                        " --mixup 0.8 --cutmix 1.0 --dist_eval --data_path " + quote((dir.path() / "imagenet").string()) +

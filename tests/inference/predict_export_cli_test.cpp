@@ -46,7 +46,7 @@ TEST(PredictExportCli, ExportedWeightsPredictLikeTheCheckpoint) {
     ASSERT_EQ(e.exit_code, 0) << e.describe();
     EXPECT_NE(e.out.find("vit_nano_patch4_28"), std::string::npos) << e.describe();
   }
-  const train::NamedTensors exported = weights::read_weight_file(run_dir + "/model.safetensors");
+  const weights::NamedTensors exported = weights::read_weight_file(run_dir + "/model.safetensors");
   EXPECT_EQ(exported.front().first, "cls_token");
   // The model's description rides in the safetensors metadata (sparsevit.models.load rebuilds it).
   const auto metadata = weights::read_safetensors(run_dir + "/model.safetensors").metadata;

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "support/synthetic_idx.h"
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 namespace sparsevit::testing {
 
@@ -32,8 +32,8 @@ class SyntheticTrainingTest : public ::testing::Test {
 
   // Two epochs of batch 32, lr 3e-3 with half an epoch of warm-up, no drop-path, 2 threads;
   // output under root_/out ("" : nothing written).
-  train::TrainConfig config(const std::string& out) const {
-    train::TrainConfig c;
+  pipelines::TrainConfig config(const std::string& out) const {
+    pipelines::TrainConfig c;
     c.dataset = "mnist";
     c.data_path = (root_ / "data").string();
     c.model = model_;

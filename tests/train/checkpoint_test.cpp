@@ -76,7 +76,7 @@ void train_step(Mlp& model, torch::optim::AdamW& opt, ModelEma& ema, std::mt1993
 }
 
 void expect_same_state(torch::nn::Module& a, torch::nn::Module& b) {
-  const auto sa = named_state(a), sb = named_state(b);
+  const auto sa = weights::named_state(a), sb = weights::named_state(b);
   ASSERT_EQ(sa.size(), sb.size());
   for (size_t i = 0; i < sa.size(); ++i) {
     EXPECT_EQ(sa[i].first, sb[i].first);
@@ -198,7 +198,7 @@ TEST_F(CheckpointTest, ResumeIsBitIdentical) {
       rng_from_state_string(fresh_host, ck.host_rng_state());
     }
     for (int64_t s = ck.global_step(); s < k + n; ++s) train_step(*fresh, *fresh_opt, fresh_ema, fresh_host, s);
-    return std::make_pair(fresh, clone_named(fresh_ema.tensors()));
+    return std::make_pair(fresh, weights::clone_named(fresh_ema.tensors()));
   };
   const auto [resumed, resumed_ema] = resume(true);
   expect_same_state(model, *resumed);

@@ -13,7 +13,7 @@ namespace {
 using testing::expect_matches_fixture;
 using testing::fixture;
 
-train::NamedTensors load_state_dict(const std::string& name) {
+weights::NamedTensors load_state_dict(const std::string& name) {
   return state_dict_from_pth(read_pth(fixture(name)), fixture(name));
 }
 
@@ -95,7 +95,7 @@ TEST(Pth, StateDictSearchNamesTheTopLevelKeysWhenNothingFits) {
 class PthFiles : public testing::ScratchDir {};
 
 TEST_F(PthFiles, WritePthReadPthRoundTrip) {
-  const train::NamedTensors tensors = testing::every_dtype();
+  const weights::NamedTensors tensors = testing::every_dtype();
   write_pth(path("w.pth"), tensors);
   testing::expect_same(state_dict_from_pth(read_pth(path("w.pth")), path("w.pth")), tensors);
   EXPECT_THROW(write_pth(path("d.pth"), {{"x", at::ones({1})}, {"x", at::ones({1})}}), UsageError);

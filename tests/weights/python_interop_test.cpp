@@ -17,7 +17,7 @@ TEST_F(PythonReads, OurPthAndSafetensorsFiles) {
   if (!std::filesystem::exists("/usr/bin/python3") ||
       std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 with torch is not installed";
-  train::NamedTensors tensors = testing::every_dtype();
+  weights::NamedTensors tensors = testing::every_dtype();
   tensors.emplace_back("blocks.0.attn.qkv.weight", at::arange(24, at::kFloat).reshape({4, 6}) / 8);
   write_pth(path("ours.pth"), tensors);
   write_safetensors(path("ours.safetensors"), tensors);

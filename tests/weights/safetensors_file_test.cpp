@@ -28,7 +28,7 @@ TEST(Safetensors, ReadsTheFileWrittenByHandInPython) {
 class SafetensorsFiles : public testing::ScratchDir {};
 
 TEST_F(SafetensorsFiles, RoundTripEveryDtypeWithMetadata) {
-  const train::NamedTensors tensors = testing::every_dtype();
+  const weights::NamedTensors tensors = testing::every_dtype();
   write_safetensors(path("w.safetensors"), tensors, {{"k", "v"}});
   const std::string bytes = testing::file_bytes(path("w.safetensors"));
   uint64_t n = 0;

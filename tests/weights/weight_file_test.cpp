@@ -4,7 +4,7 @@
 
 #include <torch/nn/modules/linear.h>
 
-#include "train/checkpoint.h"
+#include "weights/checkpoint_file.h"
 #include "weights_test_support.h"
 
 namespace sparsevit::weights {
@@ -18,11 +18,9 @@ TEST_F(WeightFiles, DetectsEachFormatByItsBytesNotItsName) {
   EXPECT_EQ(detect_weight_format(fixture("hand.safetensors")), WeightFormat::safetensors);
   EXPECT_EQ(detect_weight_format(fixture("state_dict.pth")), WeightFormat::pth);
   torch::nn::Linear linear(2, 3);
-  train::CheckpointContents contents;
-  contents.model = linear.get();
-  train::save_checkpoint(path("ck.weights"), contents);
+  write_checkpoint_file(path("ck.weights"), {}, named_state(*linear));
   EXPECT_EQ(detect_weight_format(path("ck.weights")), WeightFormat::checkpoint);
-  const train::NamedTensors from_checkpoint = read_weight_file(path("ck.weights"));
+  const weights::NamedTensors from_checkpoint = read_weight_file(path("ck.weights"));
   ASSERT_EQ(from_checkpoint.size(), 2u);
   EXPECT_TRUE(at::equal(from_checkpoint[0].second, linear->weight));
 
@@ -38,7 +36,7 @@ TEST_F(WeightFiles, DetectsEachFormatByItsBytesNotItsName) {
 TEST_F(WeightFiles, ReadsAndWritesBothPublishedFormats) {
   testing::expect_matches_fixture(read_weight_file(fixture("mae_checkpoint.pth")), "mae_checkpoint.expected.json");
   testing::expect_matches_fixture(read_weight_file(fixture("hand.safetensors")), "hand.expected.json");
-  const train::NamedTensors tensors = testing::every_dtype();
+  const weights::NamedTensors tensors = testing::every_dtype();
   for (const char* name : {"safetensors", "pth", "PTH"}) {
     const std::string file = path(std::string("w.") + name);
     write_weight_file(file, tensors, parse_weight_format_name(name));

@@ -13,7 +13,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 #include "util/errors.h"
 
 namespace sparsevit::weights::testing {
@@ -46,7 +46,7 @@ inline at::ScalarType dtype_of(const std::string& name) {
 }
 
 // `<fixture>.expected.json`: [[name, dtype, shape, flat values], ...].
-inline void expect_matches_fixture(const train::NamedTensors& got, const std::string& expected_json) {
+inline void expect_matches_fixture(const weights::NamedTensors& got, const std::string& expected_json) {
   const auto expected = nlohmann::json::parse(file_bytes(fixture(expected_json)));
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -68,7 +68,7 @@ inline void expect_matches_fixture(const train::NamedTensors& got, const std::st
   }
 }
 
-inline void expect_same(const train::NamedTensors& a, const train::NamedTensors& b) {
+inline void expect_same(const weights::NamedTensors& a, const weights::NamedTensors& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
@@ -78,7 +78,7 @@ inline void expect_same(const train::NamedTensors& a, const train::NamedTensors&
 }
 
 // A tensor of every supported dtype, with values that survive exactly.
-inline train::NamedTensors every_dtype() {
+inline weights::NamedTensors every_dtype() {
   const at::Tensor base = at::arange(6, at::kDouble).reshape({2, 3}) * 0.5 - 1.0;
   return {{"f64", base},
           {"f32", base.to(at::kFloat).t()},  // non-contiguous on purpose

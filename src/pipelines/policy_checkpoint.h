@@ -11,28 +11,28 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "models/model_description.h"
 #include "policy/diffusion_policy.h"
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 namespace sparsevit::train {
-
 class LoadedCheckpoint;
+}
+
+namespace sparsevit::pipelines {
 
 struct PolicyDescription {
-  policy::DiffusionPolicyConfig config;
-  std::string attention_yaml;  // the encoder's attention config (its text travels with the weights)
-  std::vector<std::string> attention_overrides;
-  int64_t observation_image_size = 96;  // the demonstrations' frames: rollouts render at this size
+  policy::DiffusionPolicyConfig config;   // the network to build
+  models::PolicyModelDescription model;  // what its checkpoints say (models/model_description.h)
 };
 
 // The description the flags ask for (the attention config read from --attn_cfg / --attn_set).
 PolicyDescription policy_description(const TrainConfig& config, int64_t observation_image_size);
-nlohmann::json policy_description_json(const PolicyDescription& description);
 // nullopt when the checkpoint holds no policy; RuntimeError naming it when the description is corrupt.
-std::optional<PolicyDescription> checkpoint_policy(const LoadedCheckpoint& checkpoint);
+std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint& checkpoint);
 // The checkpoint's policy with its weights (the EMA's when the checkpoint has one, as Diffusion
 // Policy evaluates). RuntimeError when it holds no policy.
-std::shared_ptr<policy::DiffusionPolicy> load_checkpoint_policy(const LoadedCheckpoint& checkpoint,
+std::shared_ptr<policy::DiffusionPolicy> load_checkpoint_policy(const train::LoadedCheckpoint& checkpoint,
                                                                 PolicyDescription* description = nullptr);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -1,4 +1,4 @@
-#include "train/finetune.h"
+#include "pipelines/finetune.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -16,24 +16,24 @@
 #include "analysis/attention_report.h"
 #include "analysis/video_attention_report.h"
 #include "models/timesformer.h"
-#include "train/video_data.h"
+#include "pipelines/video_data.h"
 #include "config/attention_spec.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
+#include "pipelines/checkpoint_model.h"
 #include "train/engine.h"
 #include "train/losses.h"
 #include "train/metrics_log.h"
 #include "train/mixup.h"
-#include "train/pretrained_weights.h"
-#include "train/run_setup.h"
+#include "models/pretrained_weights.h"
+#include "pipelines/run_setup.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 nlohmann::json TrainSummary::to_json() const {
   nlohmann::json j = {{"test_acc1", test_acc1},
@@ -74,35 +74,34 @@ namespace {
 
 // The model and attention a checkpoint was trained with override the flags, so that
 // `sparsevit eval --resume ckpt` rebuilds exactly that model.
-void adopt_checkpoint_model(TrainConfig& c, config::AttentionSpec& spec, std::string& attention_yaml,
-                            AttentionConfig& temporal, const LoadedCheckpoint& ckpt) {
-  const std::optional<CheckpointModel> m = checkpoint_model(ckpt);
-  if (!m) return;
-  if (m->model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m->model, c.model);
-  c.model = m->model;
-  if (m->nb_classes > 0) c.nb_classes = m->nb_classes;
-  if (m->img_size > 0) {
-    c.input_size = m->img_size;
-    c.patch_size = m->patch_size;
-    c.embed_dim = m->embed_dim;
-    c.depth = m->depth;
-    c.num_heads = m->num_heads;
-    c.global_pool = m->global_pool;
-    c.num_frames = m->num_frames;
-    c.attention_type = m->attention_type;
+void adopt_checkpoint_model(TrainConfig& c, config::AttentionConfig& attention, config::AttentionConfig& temporal,
+                            const train::LoadedCheckpoint& ckpt) {
+  const std::optional<models::ModelDescription> described = checkpoint_description(ckpt);
+  if (!described || !described->classifier) return;
+  const models::ClassifierDescription& m = *described->classifier;
+  if (m.model != c.model) spdlog::info("using the checkpoint's model {} (not {})", m.model, c.model);
+  c.model = m.model;
+  if (m.nb_classes > 0) c.nb_classes = m.nb_classes;
+  if (m.shape) {
+    c.input_size = m.shape->img_size;
+    c.patch_size = m.shape->patch_size;
+    c.embed_dim = m.shape->embed_dim;
+    c.depth = m.shape->depth;
+    c.num_heads = m.shape->num_heads;
+    c.global_pool = m.shape->global_pool;
+    c.num_frames = m.num_frames;
+    c.attention_type = m.attention_type;
   }
-  temporal.yaml = m->temporal_attention_yaml;
-  temporal.spec = m->temporal_attention;
-  attention_yaml = m->attention_yaml;
-  c.attn_set = m->attention_overrides;
-  spec = m->attention;
+  temporal = {m.temporal_attention.yaml, m.temporal_attention.spec};
+  attention = {m.attention.yaml, m.attention.spec};
+  c.attn_set = m.attention.overrides;
 }
 
 // Supervised classification: soft-target cross-entropy under Mixup/CutMix, label smoothing, or
 // plain cross-entropy (MAE's main_finetune criterion choice).
-class ClassificationTask : public TrainTask {
+class ClassificationTask : public train::TrainTask {
  public:
-  ClassificationTask(models::Classifier& model, Mixup& mixup, double smoothing)
+  ClassificationTask(models::Classifier& model, train::Mixup& mixup, double smoothing)
       : model_(model), mixup_(mixup), smoothing_(smoothing) {}
 
   at::Tensor loss(const data::Batch& batch, std::mt19937_64& host_rng) override {
@@ -110,7 +109,7 @@ class ClassificationTask : public TrainTask {
       auto [images, targets] = mixup_.apply(batch.images, batch.labels, host_rng);
       return soft_target_cross_entropy(logits(images), targets);
     }
-    if (smoothing_ > 0) return label_smoothing_cross_entropy(logits(batch.images), batch.labels, smoothing_);
+    if (smoothing_ > 0) return train::label_smoothing_cross_entropy(logits(batch.images), batch.labels, smoothing_);
     return at::cross_entropy_loss(logits(batch.images), batch.labels);
   }
   void set_progress(double progress) override { model_.set_training_progress(progress); }
@@ -121,7 +120,7 @@ class ClassificationTask : public TrainTask {
   at::Tensor logits(const at::Tensor& images) { return model_.forward(images).to(at::kFloat); }
 
   models::Classifier& model_;
-  Mixup& mixup_;
+  train::Mixup& mixup_;
   double smoothing_;
 };
 
@@ -130,29 +129,28 @@ class ClassificationTask : public TrainTask {
 TrainSummary run_finetune(const TrainConfig& raw) {
   TrainConfig c = resolve(raw);
   check_device(c.device);
-  ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
+  train::ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
   const int64_t rank = process.rank(), world = process.world_size();
   if (world > 1) spdlog::info("data parallel: {} per-process batch = {} global", c.batch_size, c.batch_size * world);
 
   // Attention: the YAML text travels in the checkpoint so a run can be rebuilt exactly.
-  AttentionConfig attention = load_attention_config(c.attn_cfg, c.attn_set);
-  std::string& attention_yaml = attention.yaml;
-  config::AttentionSpec& spec = attention.spec;
+  config::AttentionConfig attention = config::load_attention_config(c.attn_cfg, c.attn_set);
   // The temporal attention of a video model (divided space-time): dense unless --temporal_attn_cfg.
-  AttentionConfig temporal;
-  if (!c.temporal_attn_cfg.empty()) temporal = load_attention_config(c.temporal_attn_cfg, {});
-  std::optional<LoadedCheckpoint> ckpt;
+  config::AttentionConfig temporal;
+  if (!c.temporal_attn_cfg.empty()) temporal = config::load_attention_config(c.temporal_attn_cfg);
+  std::optional<train::LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) {
     ckpt.emplace(c.resume);
-    adopt_checkpoint_model(c, spec, attention_yaml, temporal, *ckpt);
+    adopt_checkpoint_model(c, attention, temporal, *ckpt);
   }
+  const config::AttentionSpec& spec = attention.spec;
   const models::ModelShape& shape = models::find_model_shape(c.model);
   const bool video = shape.is_video();
 
   // Data: images through the timm/DeiT transforms, or video clips sampled as TimeSformer does.
   std::shared_ptr<const data::Dataset> train_set, eval_set;
   data::Transform train_transform, eval_transform;
-  EvalViews views;
+  train::EvalViews views;
   std::shared_ptr<const data::VideoClipDataset> video_train, video_eval;
   if (video) {
     c.dataset = data::resolve_video_dataset_name(c.dataset, c.data_path);
@@ -229,7 +227,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   if (c.eval) {
     ckpt->load_model(*model);
     model->set_training_progress(1.0);
-    const ClassifierMetrics r = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, 0, process, views);
+    const train::ClassifierMetrics r = train::evaluate_classifier(*model, forward, c.nb_classes, eval_loader, 0, process, views);
     summary.test_acc1 = r.acc1;
     summary.test_acc5 = r.acc5;
     summary.test_loss = r.loss;
@@ -238,19 +236,19 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   }
 
   // Optimisation. MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
-  OptimizationOptions opt = optimization_options(c, world);
+  train::OptimizationOptions opt = optimization_options(c, world);
   opt.layer_decay = c.layer_decay;
   opt.num_layers = vc.depth + 1;
   opt.model_ema = c.model_ema;
   opt.model_ema_decay = c.model_ema_decay;
-  MixupConfig mixup_config;
+  train::MixupConfig mixup_config;
   mixup_config.mixup_alpha = c.mixup;
   mixup_config.cutmix_alpha = c.cutmix;
   mixup_config.prob = c.mixup_prob;
   mixup_config.switch_prob = c.mixup_switch_prob;
   mixup_config.label_smoothing = c.smoothing;
   mixup_config.num_classes = c.nb_classes;
-  Mixup mixup(mixup_config);
+  train::Mixup mixup(mixup_config);
 
   data::LoaderOptions train_options = loader_options(c, process);
   train_options.shuffle = true;
@@ -269,53 +267,43 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     const PretrainedLoad load = load_pretrained_file(*model, c.finetune);
     spdlog::info("--finetune {}: {}", c.finetune, describe(load));
   }
-  TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
+  train::TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   ClassificationTask task(*model, mixup, c.smoothing);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
 
-  const nlohmann::json metadata = {{"model", c.model},
-                                   {"nb_classes", c.nb_classes},
-                                   {"model_shape", model_description(*model)},
-                                   {"temporal_attention_yaml", temporal.yaml},
-                                   {"attention_yaml", attention_yaml},
-                                   {"attention_source", spec.source},
-                                   {"attention_overrides", c.attn_set},
-                                   {"world_size", world},
-                                   {"config", config_to_json(c)}};
-  std::optional<MetricsLog> metrics = open_run_outputs(c, kFinetune, process);
-  if (!c.output_dir.empty() && process.main_rank()) write_file_atomically(c.output_dir + "/attention.yaml", attention_yaml);
+  models::ModelDescription description;
+  description.classifier = models::describe_classifier(*model, c.model, {attention.yaml, c.attn_set, spec},
+                                                       {temporal.yaml, {}, temporal.spec}, c.dataset);
+  nlohmann::json metadata = models::model_description_json(description);
+  metadata["world_size"] = world;
+  metadata["config"] = config_to_json(c);
+  std::optional<train::MetricsLog> metrics = open_run_outputs(c, kFinetune, process);
+  if (!c.output_dir.empty() && process.main_rank()) write_file_atomically(c.output_dir + "/attention.yaml", attention.yaml);
 
-  ClassifierMetrics last;
-  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const EpochStats train = train_one_epoch(task, state, train_loader, epoch, process);
-    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views);
-    double ema_acc1 = -1;
-    if (ModelEma* ema = state.ema()) {
-      EmaWeightsScope scope(*ema, *model);
-      ema_acc1 = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views).acc1;
+  train::ClassifierMetrics last;
+  train::EpochHooks hooks;
+  hooks.report = [&](int64_t epoch, const train::EpochStats& stats) {
+    last = train::evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views);
+    train::EpochReport report;
+    report.fields = {{"test_loss", last.loss}, {"test_acc1", last.acc1}, {"test_acc5", last.acc5}};
+    if (world > 1) report.fields["world_size"] = world;
+    std::string ema_text;
+    if (train::ModelEma* ema = state.ema()) {
+      train::EmaWeightsScope scope(*ema, *model);
+      summary.ema_acc1 =
+          train::evaluate_classifier(*model, forward, c.nb_classes, eval_loader, epoch, process, views).acc1;
+      report.fields["test_acc1_ema"] = summary.ema_acc1;
+      ema_text = fmt::format("  ema acc@1 {:.2f}", summary.ema_acc1);
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json record = {{"epoch", epoch},          {"train_loss", train.loss},
-                             {"test_loss", last.loss},  {"test_acc1", last.acc1},
-                             {"test_acc5", last.acc5},  {"lr", train.lr},
-                             {"epoch_seconds", seconds}};
-    record["train_images_per_second"] = train.train_seconds > 0 ? train.images / train.train_seconds : 0.0;  // all ranks
-    record["attention_gflops"] = train.attention_gflops;
-    if (world > 1) record["world_size"] = world;
-    if (state.ema()) record["test_acc1_ema"] = ema_acc1;
-    process.out() << fmt::format("Epoch {}/{}: train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}  ({:.1f} s)",
-                                 epoch + 1, c.epochs, train.loss, last.loss, last.acc1, last.acc5,
-                                 state.ema() ? fmt::format("  ema acc@1 {:.2f}", ema_acc1) : std::string(), seconds)
-                  << std::endl;
-    if (metrics) metrics->append(record);
-    save_epoch_checkpoints(state, c, epoch, metadata, process);
-    summary.ema_acc1 = ema_acc1;
-    summary.epochs_run++;
-  }
+    report.text = fmt::format("train loss {:.4f}  test loss {:.4f}  acc@1 {:.2f}  acc@5 {:.2f}{}", stats.loss, last.loss,
+                              last.acc1, last.acc5, ema_text);
+    return report;
+  };
+  summary.epochs_run = train::run_epochs(task, state, train_loader, process, start_epoch,
+                                         epoch_checkpoints(c, std::move(metadata)), metrics ? &*metrics : nullptr, hooks);
   if (summary.epochs_run == 0) {
     model->set_training_progress(1.0);
-    last = evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process, views);
+    last = train::evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process, views);
   }
   if (state.attention_gflops_paid() > 0) summary.attention_gflops_paid = state.attention_gflops_paid();
   summary.test_acc1 = last.acc1;
@@ -325,4 +313,4 @@ TrainSummary run_finetune(const TrainConfig& raw) {
   return summary;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -1,9 +1,9 @@
-// Weight loading into TimeSformer models (train/pretrained_weights.h, TimeSformer's
+// Weight loading into TimeSformer models (models/pretrained_weights.h, TimeSformer's
 // load_pretrained): image ViT weights initialise the temporal attention from the spatial one,
 // TimeSformer's `model.` wrapper prefix is dropped, time_embed is resized (nearest) to the
 // model's frames, and an image ViT loaded into a video model classifies a still clip as the
 // image model classifies its frame (where that is exactly true; see the last tests).
-#include "train/pretrained_weights.h"
+#include "models/pretrained_weights.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,7 +16,7 @@
 #include "models/video_attention_layout.h"
 #include "models/vision_transformer.h"
 
-namespace sparsevit::train {
+namespace sparsevit::models {
 namespace {
 
 using models::VideoAttentionType;
@@ -71,9 +71,9 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
 TEST(VideoPretrainedWeights, ImageWeightsInitialiseTheTemporalAttentionOfADividedModel) {
   torch::manual_seed(0);
   auto vit = random_image_vit();
-  const NamedTensors image = exported_parameters(*vit);
+  const weights::NamedTensors image = exported_parameters(*vit);
   auto model = video_model(VideoAttentionType::kDividedSpaceTime, 4);
-  const PretrainedLoad report = load_pretrained(*model, image, "vit.pt");
+  const models::PretrainedLoad report = models::load_pretrained(*model, image, "vit.pt");
   const auto params = model->named_parameters();
 
   // Every image weight copied under its own name (the head too: same class count).
@@ -114,24 +114,24 @@ TEST(VideoPretrainedWeights, ImageWeightsInitialiseTheTemporalAttentionOfADivide
   EXPECT_FALSE(report.head_reinitialised);
   EXPECT_FALSE(report.time_embed_resized);
   EXPECT_FALSE(report.pos_embed_interpolated);
-  const std::string text = describe(report);
+  const std::string text = models::describe(report);
   EXPECT_TRUE(contains(text, "temporal attention initialised from the spatial attention (18 tensors)")) << text;
   EXPECT_TRUE(contains(text, "missing: ")) << text;
 }
 
 TEST(VideoPretrainedWeights, ImageWeightsLoadIntoSpaceOnlyAndJointModelsWithoutTemporalCopies) {
   torch::manual_seed(1);
-  const NamedTensors image = exported_parameters(*random_image_vit());
+  const weights::NamedTensors image = exported_parameters(*random_image_vit());
   for (VideoAttentionType type : {VideoAttentionType::kSpaceOnly, VideoAttentionType::kJointSpaceTime}) {
     SCOPED_TRACE(models::video_attention_name(type));
     auto model = video_model(type, 4);
-    const PretrainedLoad report = load_pretrained(*model, image, "vit.pt");
+    const models::PretrainedLoad report = models::load_pretrained(*model, image, "vit.pt");
     EXPECT_EQ(report.temporal_from_spatial, 0);
     EXPECT_EQ(report.loaded.size(), image.size());
     EXPECT_TRUE(report.unexpected.empty());
     const std::set<std::string> missing(report.missing.begin(), report.missing.end());
     EXPECT_EQ(missing, type == VideoAttentionType::kSpaceOnly ? std::set<std::string>{} : std::set<std::string>{"time_embed"});
-    EXPECT_FALSE(contains(describe(report), "temporal attention")) << describe(report);
+    EXPECT_FALSE(contains(models::describe(report), "temporal attention")) << models::describe(report);
   }
 }
 
@@ -142,7 +142,7 @@ TEST(VideoPretrainedWeights, PrefixedTimeSformerStateDictsLoadCompletely) {
   torch::manual_seed(2);
   auto source = video_model(VideoAttentionType::kDividedSpaceTime, 4);
   randomise(*source);
-  const NamedTensors state = exported_parameters(*source);
+  const weights::NamedTensors state = exported_parameters(*source);
   const at::Tensor clips = torch::randn({2, kChans, 4, kImg, kImg});
   at::Tensor expected;
   {
@@ -151,13 +151,13 @@ TEST(VideoPretrainedWeights, PrefixedTimeSformerStateDictsLoadCompletely) {
   }
   for (const std::string prefix : {"model.", "module.model.", "module."}) {
     SCOPED_TRACE(prefix);
-    NamedTensors prefixed;
+    weights::NamedTensors prefixed;
     for (const auto& [name, tensor] : state) prefixed.emplace_back(prefix + name, tensor);
     auto model = video_model(VideoAttentionType::kDividedSpaceTime, 4);
-    const PretrainedLoad report = load_pretrained(*model, prefixed, "timesformer.pyth");
-    EXPECT_TRUE(report.missing.empty()) << describe(report);
-    EXPECT_TRUE(report.unexpected.empty()) << describe(report);
-    EXPECT_TRUE(report.removed.empty()) << describe(report);
+    const models::PretrainedLoad report = models::load_pretrained(*model, prefixed, "timesformer.pyth");
+    EXPECT_TRUE(report.missing.empty()) << models::describe(report);
+    EXPECT_TRUE(report.unexpected.empty()) << models::describe(report);
+    EXPECT_TRUE(report.removed.empty()) << models::describe(report);
     EXPECT_EQ(report.loaded.size(), state.size());
     EXPECT_EQ(report.temporal_from_spatial, 0);
     EXPECT_FALSE(report.head_reinitialised);
@@ -175,16 +175,16 @@ TEST(VideoPretrainedWeights, TimeEmbedIsResizedNearestToTheModelsFrames) {
   torch::manual_seed(3);
   auto source = video_model(VideoAttentionType::kDividedSpaceTime, 4);
   randomise(*source);
-  const NamedTensors state = exported_parameters(*source);
+  const weights::NamedTensors state = exported_parameters(*source);
   const at::Tensor source_embed = source->named_parameters()["time_embed"];
   ASSERT_EQ(source_embed.sizes(), (at::IntArrayRef{1, 4, kDim}));
   for (int64_t frames : {8, 3, 2}) {
     SCOPED_TRACE(frames);
     auto model = video_model(VideoAttentionType::kDividedSpaceTime, frames);
-    const PretrainedLoad report = load_pretrained(*model, state, "timesformer_4_frames.pyth");
+    const models::PretrainedLoad report = models::load_pretrained(*model, state, "timesformer_4_frames.pyth");
     EXPECT_TRUE(report.time_embed_resized);
-    EXPECT_TRUE(report.missing.empty()) << describe(report);
-    EXPECT_TRUE(contains(describe(report), "time_embed resized (nearest) to the model's frames")) << describe(report);
+    EXPECT_TRUE(report.missing.empty()) << models::describe(report);
+    EXPECT_TRUE(contains(models::describe(report), "time_embed resized (nearest) to the model's frames")) << models::describe(report);
     const at::Tensor embed = model->named_parameters()["time_embed"];
     ASSERT_EQ(embed.sizes(), (at::IntArrayRef{1, frames, kDim}));
     for (int64_t i = 0; i < frames; ++i) {
@@ -215,7 +215,7 @@ at::Tensor still_clip(const at::Tensor& images, int64_t frames) {  // [B, C, H, 
 TEST(VideoPretrainedWeights, AStillClipGetsTheImageModelsLogitsForDividedAndSpaceOnly) {
   torch::manual_seed(4);
   auto vit = random_image_vit();
-  const NamedTensors image = exported_parameters(*vit);
+  const weights::NamedTensors image = exported_parameters(*vit);
   const at::Tensor images = torch::randn({3, kChans, kImg, kImg});
   torch::NoGradGuard no_grad;
   const at::Tensor expected = vit->forward(images);
@@ -225,7 +225,7 @@ TEST(VideoPretrainedWeights, AStillClipGetsTheImageModelsLogitsForDividedAndSpac
                                     VideoAttentionType::kJointSpaceTime}) {
       SCOPED_TRACE(models::video_attention_name(type) + ", " + std::to_string(frames) + " frames");
       auto model = video_model(type, frames);
-      load_pretrained(*model, image, "vit.pt");
+      models::load_pretrained(*model, image, "vit.pt");
       const at::Tensor logits = model->forward(still_clip(images, frames));
       const double diff = (logits - expected).abs().max().item<double>();
       if (type != VideoAttentionType::kJointSpaceTime || frames == 1)  // one frame: joint is the image ViT too
@@ -242,7 +242,7 @@ TEST(VideoPretrainedWeights, ANonZeroTemporalFcBreaksTheImageEquivalence) {
   torch::manual_seed(5);
   auto vit = random_image_vit();
   auto model = video_model(VideoAttentionType::kDividedSpaceTime, 4);
-  load_pretrained(*model, exported_parameters(*vit), "vit.pt");
+  models::load_pretrained(*model, exported_parameters(*vit), "vit.pt");
   const at::Tensor images = torch::randn({2, kChans, kImg, kImg});
   torch::NoGradGuard no_grad;
   for (auto& p : model->named_parameters())
@@ -252,4 +252,4 @@ TEST(VideoPretrainedWeights, ANonZeroTemporalFcBreaksTheImageEquivalence) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train
+}  // namespace sparsevit::models

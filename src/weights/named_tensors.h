@@ -11,7 +11,7 @@
 #include <torch/nn/module.h>
 #include <torch/serialize/archive.h>
 
-namespace sparsevit::train {
+namespace sparsevit::weights {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
@@ -39,4 +39,4 @@ void write_named(torch::serialize::OutputArchive& archive, const NamedTensors& t
 // Throws RuntimeError (prefixed with `context`) when the encoding is missing or incomplete.
 NamedTensors read_named(torch::serialize::InputArchive& archive, const std::string& context);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::weights

@@ -1,7 +1,7 @@
-// The training engine's contracts: scheduled budgets advance every iteration and the cost a run
-// paid is reported, the EMA starts from the weights training resumes from, gradient
-// accumulation equals one large batch, the attention YAML is read once.
-#include "train/engine.h"
+// The engine's contracts as the finetune pipeline relies on them: scheduled budgets advance every
+// iteration and the cost a run paid is reported, gradient accumulation equals one large batch,
+// the attention YAML is read once and travels verbatim in the checkpoint's model description.
+#include "pipelines/finetune.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,18 +16,19 @@
 #include "models/vision_transformer.h"
 #include "support/synthetic_training.h"
 #include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
-#include "train/finetune.h"
+#include "pipelines/checkpoint_model.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 namespace {
+
+
 
 namespace fs = std::filesystem;
 
-class EngineTest : public testing::SyntheticTrainingTest {
+class FinetuneEngineTest : public testing::SyntheticTrainingTest {
  protected:
-  EngineTest() : SyntheticTrainingTest("vit_nano_patch4_28", 256, 1) {}
+  FinetuneEngineTest() : SyntheticTrainingTest("vit_nano_patch4_28", 256, 1) {}
 
   std::string write(const std::string& name, const std::string& text) const {
     const fs::path p = root_ / name;
@@ -43,7 +44,7 @@ class EngineTest : public testing::SyntheticTrainingTest {
   }
 };
 
-TEST_F(EngineTest, ScheduledTopkTrainsAtTheScheduledK) {
+TEST_F(FinetuneEngineTest, ScheduledTopkTrainsAtTheScheduledK) {
   // k goes 50 -> 2 over the run (N = 50): the trainer must advance it every iteration, so the
   // cost paid on average lies strictly between the costs at k_start and k_end, and the second
   // epoch pays less than the first. A k stuck at k_start pays the k_start cost throughout.
@@ -64,46 +65,7 @@ TEST_F(EngineTest, ScheduledTopkTrainsAtTheScheduledK) {
   EXPECT_NE(s.to_text().find("paid on average during training"), std::string::npos) << s.to_text();
 }
 
-TEST_F(EngineTest, ModelProgressChangesTheComputedCost) {
-  models::ModelOptions o;
-  o.num_classes = 2;
-  o.attention = config::parse_attention_spec(
-      "attention:\n  backend: vit\n  mask: topk\n  mask_kwargs: {k_start: 50, k_end: 2}\n", "<test>");
-  auto model = models::create_model("vit_nano_patch4_28", o);
-  model->set_training_progress(0.0);
-  const double start = model->attention_gflops_now();
-  model->set_training_progress(1.0);
-  const double end = model->attention_gflops_now();
-  EXPECT_GT(start, end);
-  EXPECT_NEAR(end, 6 * 4 * (16.0 * 50 * 50 + 16.0 * 50 * 2) / 1e9, 1e-12);
-}
-
-TEST_F(EngineTest, EmaStartsFromTheResumedWeights) {
-  // A checkpoint without EMA, resumed with --model_ema: the average must start from the loaded
-  // weights (timm), not from the freshly initialised ones.
-  models::ModelOptions o;
-  o.num_classes = 2;
-  torch::manual_seed(1);
-  auto trained = models::create_model("vit_nano_patch4_28", o);
-  CheckpointContents contents;
-  contents.model = trained.get();
-  save_checkpoint((root_ / "plain.pt").string(), contents);
-  const LoadedCheckpoint checkpoint((root_ / "plain.pt").string());
-
-  torch::manual_seed(2);
-  auto fresh = models::create_model("vit_nano_patch4_28", o);
-  ProcessContext process(ProcessOptions{2, 0});
-  OptimizationOptions opt;
-  opt.model_ema = true;
-  TrainState state(*fresh, opt, process, &checkpoint);
-  ASSERT_NE(state.ema(), nullptr);
-  EmaWeightsScope scope(*state.ema(), *fresh);  // fresh now holds the EMA's weights
-  const auto ema_params = fresh->named_parameters();
-  for (const auto& p : trained->named_parameters())
-    EXPECT_TRUE(torch::equal(ema_params[p.key()], p.value())) << p.key();
-}
-
-TEST_F(EngineTest, AccumulationMatchesOneLargeBatch) {
+TEST_F(FinetuneEngineTest, AccumulationMatchesOneLargeBatch) {
   // 2 x 32 with --accum_iter 2 takes the same optimizer steps as 64 at once (same samples per
   // step, same lr and schedule): the weights agree to float rounding.
   TrainConfig big = config("big");
@@ -116,8 +78,8 @@ TEST_F(EngineTest, AccumulationMatchesOneLargeBatch) {
   const TrainSummary a = run_finetune(big);
   const TrainSummary b = run_finetune(accumulated);
   EXPECT_NEAR(a.test_loss, b.test_loss, 1e-4);
-  const LoadedCheckpoint ca((root_ / "big" / "checkpoint.pt").string());
-  const LoadedCheckpoint cb((root_ / "accumulated" / "checkpoint.pt").string());
+  const train::LoadedCheckpoint ca((root_ / "big" / "checkpoint.pt").string());
+  const train::LoadedCheckpoint cb((root_ / "accumulated" / "checkpoint.pt").string());
   EXPECT_EQ(ca.global_step(), cb.global_step());
   for (size_t i = 0; i < ca.model_tensors().size(); ++i)
     EXPECT_TRUE(torch::allclose(ca.model_tensors()[i].second, cb.model_tensors()[i].second, 1e-4, 1e-5))
@@ -130,7 +92,7 @@ TEST_F(EngineTest, AccumulationMatchesOneLargeBatch) {
   EXPECT_GT(std::abs(s.test_loss - a.test_loss), 1e-4);
 }
 
-TEST_F(EngineTest, AttentionConfigIsReadOnceAndTravelsVerbatim) {
+TEST_F(FinetuneEngineTest, AttentionConfigIsReadOnceAndTravelsVerbatim) {
   TrainConfig c = config("run");
   c.epochs = 1;
   c.attn_cfg = (root_ / "missing.yaml").string();
@@ -143,11 +105,11 @@ TEST_F(EngineTest, AttentionConfigIsReadOnceAndTravelsVerbatim) {
   const std::string text = "# comment kept verbatim\nattention:\n  backend: vit\n  mask: local\n  mask_kwargs: {window: 3}\n";
   c.attn_cfg = write("local.yaml", text);
   run_finetune(c);
-  const LoadedCheckpoint ck((root_ / "run" / "checkpoint.pt").string());
-  const std::optional<CheckpointModel> m = checkpoint_model(ck);
+  const train::LoadedCheckpoint ck((root_ / "run" / "checkpoint.pt").string());
+  const std::optional<models::ClassifierDescription> m = checkpoint_classifier(ck);
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->attention_yaml, text);
-  EXPECT_EQ(m->attention.mask, "local");
+  EXPECT_EQ(m->attention.yaml, text);
+  EXPECT_EQ(m->attention.spec.mask, "local");
   std::ifstream saved(root_ / "run" / "attention.yaml");
   std::stringstream saved_text;
   saved_text << saved.rdbuf();
@@ -155,4 +117,4 @@ TEST_F(EngineTest, AttentionConfigIsReadOnceAndTravelsVerbatim) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -11,9 +11,9 @@
 #include "data/video_clip_dataset.h"
 #include "data/video_sampling.h"
 #include "train/engine.h"
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 // --num_frames (0: the model's), --sampling_rate (0: 2 on moving_fashion_mnist, whose 16-frame
 // clips it covers, else TimeSformer's 8), --target_fps, --test_num_clips / --test_num_crops; crop
@@ -29,7 +29,7 @@ struct VideoSplits {
   std::shared_ptr<const data::VideoClipDataset> train;  // null with --eval
   std::shared_ptr<const data::VideoClipDataset> eval;
   data::Transform transform;  // the same for both: channels + TimeSformer's normalisation
-  EvalViews views;            // the test set's clips x crops per video
+  train::EvalViews views;            // the test set's clips x crops per video
 };
 
 // The clips of config.dataset (resolved) at the model's input: `in_chans` channels, frames of
@@ -37,4 +37,4 @@ struct VideoSplits {
 VideoSplits video_splits(const TrainConfig& config, int64_t in_chans, int64_t input_size, int64_t num_frames,
                          bool with_train);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

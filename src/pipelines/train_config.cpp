@@ -1,4 +1,4 @@
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "distributed/process_group.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 namespace field {
 FieldInfo any(const char* name, const char* help, FieldGroup group) {
@@ -108,4 +108,4 @@ TrainConfig resolve(TrainConfig c, unsigned command) {
   return c;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

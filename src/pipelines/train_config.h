@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 struct TrainConfig {
   // data
@@ -265,4 +265,4 @@ TrainConfig resolve(TrainConfig config, unsigned command = kFinetune);
 // The fields of `command`, by name.
 nlohmann::json config_to_json(const TrainConfig& config, unsigned command = kFinetune);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -1,4 +1,4 @@
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -10,7 +10,7 @@
 
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::weights {
 
 NamedTensors named_state(const torch::nn::Module& module) {
   NamedTensors out;
@@ -117,4 +117,4 @@ NamedTensors read_named(torch::serialize::InputArchive& archive, const std::stri
   return out;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::weights

@@ -1,4 +1,4 @@
-#include "train/policy_eval.h"
+#include "pipelines/policy_eval.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +11,7 @@
 #include "policy/policy_actor.h"
 #include "policy/rollout_video.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 nlohmann::json PolicyEvalResult::to_json() const {
   nlohmann::json eps = nlohmann::json::array();
@@ -75,4 +75,4 @@ PolicyEvalResult evaluate_policy(policy::DiffusionPolicy& policy, const PolicyEv
   return result;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

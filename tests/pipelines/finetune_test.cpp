@@ -1,5 +1,5 @@
 // End-to-end tests of the finetune loop on a tiny synthetic IDX dataset written here.
-#include "train/finetune.h"
+#include "pipelines/finetune.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,7 +12,7 @@
 #include "train/checkpoint.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 namespace {
 
 namespace fs = std::filesystem;
@@ -78,8 +78,8 @@ TEST_F(TrainerTest, ResumeContinuesExactly) {
   EXPECT_EQ(second.test_acc1, full.test_acc1);
   EXPECT_EQ(second.test_loss, full.test_loss);
   EXPECT_EQ(second.ema_acc1, full.ema_acc1);
-  const LoadedCheckpoint a((root_ / "straight" / "checkpoint.pt").string());
-  const LoadedCheckpoint b((root_ / "resumed" / "checkpoint.pt").string());
+  const train::LoadedCheckpoint a((root_ / "straight" / "checkpoint.pt").string());
+  const train::LoadedCheckpoint b((root_ / "resumed" / "checkpoint.pt").string());
   ASSERT_EQ(a.model_tensors().size(), b.model_tensors().size());
   for (size_t i = 0; i < a.model_tensors().size(); ++i)
     EXPECT_TRUE(torch::equal(a.model_tensors()[i].second, b.model_tensors()[i].second)) << a.model_tensors()[i].first;
@@ -117,4 +117,4 @@ TEST_F(TrainerTest, BadSettingsAreUsageErrors) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

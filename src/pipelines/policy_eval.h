@@ -12,7 +12,7 @@
 
 #include "policy/diffusion_policy.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 struct PolicyEvalOptions {
   int64_t episodes = 50;
@@ -41,4 +41,4 @@ struct PolicyEvalResult {
 PolicyEvalResult evaluate_policy(policy::DiffusionPolicy& policy, const PolicyEvalOptions& options,
                                  std::ostream& progress);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

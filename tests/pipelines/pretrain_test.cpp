@@ -1,7 +1,7 @@
 // `sparsevit pretrain` end to end on the synthetic dataset: the loss falls, resuming is exact,
 // reconstruction PNGs are written, the checkpoint exports under MAE's names and finetunes: the
 // encoder's weights arrive in the ViT, the decoder is left out.
-#include "train/pretrain.h"
+#include "pipelines/pretrain.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -14,11 +14,11 @@
 #include "models/model_registry.h"
 #include "support/synthetic_training.h"
 #include "train/checkpoint.h"
-#include "train/finetune.h"
-#include "train/pretrained_weights.h"
+#include "pipelines/finetune.h"
+#include "models/pretrained_weights.h"
 #include "weights/weight_file.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 namespace {
 
 class PretrainTest : public testing::SyntheticTrainingTest {
@@ -71,7 +71,7 @@ TEST_F(PretrainTest, ResumeContinuesBitExactly) {
   const PretrainSummary resumed = run_pretrain(c);
   EXPECT_EQ(resumed.epochs_run, 1);
   EXPECT_DOUBLE_EQ(resumed.train_loss, whole.train_loss);
-  const LoadedCheckpoint x((root_ / "a" / "checkpoint.pt").string()), y((root_ / "c" / "checkpoint.pt").string());
+  const train::LoadedCheckpoint x((root_ / "a" / "checkpoint.pt").string()), y((root_ / "c" / "checkpoint.pt").string());
   ASSERT_EQ(x.model_tensors().size(), y.model_tensors().size());
   for (std::size_t i = 0; i < x.model_tensors().size(); ++i)
     EXPECT_TRUE(x.model_tensors()[i].second.equal(y.model_tensors()[i].second)) << x.model_tensors()[i].first;
@@ -82,14 +82,14 @@ TEST_F(PretrainTest, TheEncoderFinetunesAndExportsUnderMaesNames) {
   p.epochs = 1;
   run_pretrain(p);
   const std::string ckpt = (root_ / "pre" / "checkpoint.pt").string();
-  const LoadedCheckpoint loaded(ckpt);
+  const train::LoadedCheckpoint loaded(ckpt);
   const std::optional<LoadedMae> mae = load_checkpoint_mae(loaded);
   ASSERT_TRUE(mae.has_value());
   EXPECT_EQ(mae->name, "mae_vit_nano_patch4_28");
 
   // Into a ViT: encoder weights by name; decoder and mask token unexpected; the head re-initialised.
   auto vit = models::create_model("vit_nano_patch4_28", {});
-  const PretrainedLoad load = load_pretrained_file(*vit, ckpt);
+  const models::PretrainedLoad load = models::load_pretrained_file(*vit, ckpt);
   EXPECT_TRUE(vit->named_parameters()["blocks.5.attn.qkv.weight"].equal(
       mae->model->named_parameters()["blocks.5.attn.qkv.weight"]));
   EXPECT_TRUE(vit->named_parameters()["pos_embed"].equal(mae->model->named_parameters()["pos_embed"]));
@@ -106,4 +106,4 @@ TEST_F(PretrainTest, TheEncoderFinetunesAndExportsUnderMaesNames) {
 }
 
 }  // namespace
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

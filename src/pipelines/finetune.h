@@ -11,9 +11,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 struct TrainSummary {
   double test_acc1 = 0, test_acc5 = 0, test_loss = 0;
@@ -41,4 +41,4 @@ struct TrainSummary {
 // Trains (or, with config.eval, only evaluates) and returns the final numbers.
 TrainSummary run_finetune(const TrainConfig& config);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

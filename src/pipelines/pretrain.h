@@ -12,15 +12,17 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "train/train_config.h"
+#include "pipelines/train_config.h"
 
 namespace sparsevit::models {
 class MaskedAutoencoder;
 }
 
 namespace sparsevit::train {
-
 class LoadedCheckpoint;
+}
+
+namespace sparsevit::pipelines {
 
 struct PretrainSummary {
   double train_loss = 0;            // mean reconstruction loss of the last epoch
@@ -45,6 +47,6 @@ struct LoadedMae {
   std::shared_ptr<models::MaskedAutoencoder> model;
 };
 // The MAE model of a pretrain checkpoint, rebuilt and loaded; nullopt for other checkpoints.
-std::optional<LoadedMae> load_checkpoint_mae(const LoadedCheckpoint& checkpoint);
+std::optional<LoadedMae> load_checkpoint_mae(const train::LoadedCheckpoint& checkpoint);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -8,13 +8,13 @@
 
 #include <torch/nn/module.h>
 
-#include "train/named_tensors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::models {
 class Classifier;
 }
 
-namespace sparsevit::train {
+namespace sparsevit::models {
 
 // What load_pretrained did, for the log (MAE prints the same lists).
 struct PretrainedLoad {
@@ -39,11 +39,11 @@ struct PretrainedLoad {
 // resized (nearest) to the model's frames, and image weights initialise the temporal attention
 // (temporal_attn from attn, temporal_norm1 from norm1) where the file has none; time_embed
 // and temporal_fc then keep their zero init.
-PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& weights, const std::string& source);
+PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTensors& weights, const std::string& source);
 
 // `weights` without a prefix every key shares: "module." (DistributedDataParallel), then
 // "model." (TimeSformer's wrapper module).
-NamedTensors without_wrapper_prefixes(NamedTensors weights);
+weights::NamedTensors without_wrapper_prefixes(weights::NamedTensors weights);
 
 // Reads a weight file of any supported format (see weights/weight_file.h) and loads it.
 PretrainedLoad load_pretrained_file(models::Classifier& model, const std::string& path);
@@ -53,6 +53,6 @@ std::string describe(const PretrainedLoad& load);
 
 // The model's parameters by name (timm / MAE names): what `export` writes. Buffers (the sparse
 // patterns' CSR indices) are left out; they are rebuilt from the attention config.
-NamedTensors exported_parameters(const torch::nn::Module& model);
+weights::NamedTensors exported_parameters(const torch::nn::Module& model);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::models

@@ -1,4 +1,4 @@
-#include "train/pretrained_weights.h"
+#include "models/pretrained_weights.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include "util/errors.h"
 #include "weights/weight_file.h"
 
-namespace sparsevit::train {
+namespace sparsevit::models {
 namespace {
 
 std::string join(const std::vector<std::string>& names) {
@@ -27,7 +27,7 @@ std::string join(const std::vector<std::string>& names) {
 bool is_head(const std::string& name) { return name == "head.weight" || name == "head.bias"; }
 
 // Drops `prefix` when every key carries it.
-void strip_common_prefix(NamedTensors& weights, const std::string& prefix) {
+void strip_common_prefix(weights::NamedTensors& weights, const std::string& prefix) {
   const bool all = !weights.empty() && std::all_of(weights.begin(), weights.end(), [&](const auto& w) {
     return w.first.rfind(prefix, 0) == 0;
   });
@@ -35,15 +35,15 @@ void strip_common_prefix(NamedTensors& weights, const std::string& prefix) {
     for (auto& w : weights) w.first = w.first.substr(prefix.size());
 }
 
-bool has_key(const NamedTensors& weights, const std::string& name) {
+bool has_key(const weights::NamedTensors& weights, const std::string& name) {
   return std::any_of(weights.begin(), weights.end(), [&](const auto& w) { return w.first == name; });
 }
 
 // TimeSformer's load_pretrained for divided space-time models: where the file (image weights)
 // has no temporal attention, blocks.i.temporal_attn.* start as blocks.i.attn.* and
 // blocks.i.temporal_norm1.* as blocks.i.norm1.*.
-int64_t add_temporal_from_spatial(NamedTensors& weights, const torch::OrderedDict<std::string, at::Tensor>& params) {
-  NamedTensors added;
+int64_t add_temporal_from_spatial(weights::NamedTensors& weights, const torch::OrderedDict<std::string, at::Tensor>& params) {
+  weights::NamedTensors added;
   for (const auto& [name, tensor] : weights) {
     if (name.rfind("blocks.", 0) != 0) continue;
     for (const auto& [from, to] : {std::pair<std::string, std::string>{".attn.", ".temporal_attn."}, {".norm1.", ".temporal_norm1."}}) {
@@ -59,9 +59,9 @@ int64_t add_temporal_from_spatial(NamedTensors& weights, const torch::OrderedDic
 
 }  // namespace
 
-PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& file_weights, const std::string& source) {
+PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTensors& file_weights, const std::string& source) {
   PretrainedLoad report;
-  NamedTensors weights = without_wrapper_prefixes(file_weights);
+  weights::NamedTensors weights = without_wrapper_prefixes(file_weights);
   auto params = model.named_parameters(/*recurse=*/true);
   if (model.num_frames() > 0) report.temporal_from_spatial = add_temporal_from_spatial(weights, params);
   std::set<std::string> buffers;
@@ -96,7 +96,7 @@ PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& fi
     }
     if (value.sizes() != target.sizes())
       throw UsageError(fmt::format("{}: {} has shape {} in the file, the model expects {}", source, name,
-                                   shape_string(value), shape_string(target)));
+                                   weights::shape_string(value), weights::shape_string(target)));
     if (!value.is_floating_point())
       throw UsageError(fmt::format("{}: {} is not a floating-point tensor", source, name));
     to_copy.emplace_back(name, value);
@@ -126,7 +126,7 @@ PretrainedLoad load_pretrained(models::Classifier& model, const NamedTensors& fi
   return report;
 }
 
-NamedTensors without_wrapper_prefixes(NamedTensors weights) {
+weights::NamedTensors without_wrapper_prefixes(weights::NamedTensors weights) {
   strip_common_prefix(weights, "module.");
   strip_common_prefix(weights, "model.");
   return weights;
@@ -152,10 +152,10 @@ std::string describe(const PretrainedLoad& r) {
   return out;
 }
 
-NamedTensors exported_parameters(const torch::nn::Module& model) {
-  NamedTensors out;
+weights::NamedTensors exported_parameters(const torch::nn::Module& model) {
+  weights::NamedTensors out;
   for (const auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value().detach().contiguous());
   return out;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::models

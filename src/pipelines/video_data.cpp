@@ -1,10 +1,10 @@
-#include "train/video_data.h"
+#include "pipelines/video_data.h"
 
 #include <cmath>
 
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 namespace {
 
 // The clips of some videos of another set, in that order.
@@ -80,8 +80,8 @@ VideoSplits video_splits(const TrainConfig& c, int64_t in_chans, int64_t input_s
     splits.train = std::make_shared<data::VideoClipDataset>(
         max_videos(data::make_video_dataset(c.dataset, c.data_path, true, channels), c.max_train_samples), sampling, true);
   splits.transform = data::build_video_transform(in_chans, data::video_mean_std(in_chans));
-  splits.views = EvalViews{splits.eval->views(), splits.eval->videos().size()};
+  splits.views = train::EvalViews{splits.eval->views(), splits.eval->videos().size()};
   return splits;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

@@ -12,10 +12,10 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "episodes/episode_set.h"
-#include "train/policy_eval.h"
-#include "train/train_config.h"
+#include "pipelines/policy_eval.h"
+#include "pipelines/train_config.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 struct PolicyTrainSummary {
   double train_loss = 0, first_epoch_loss = 0;  // mean total loss of the last / first epoch run
@@ -43,4 +43,4 @@ TrainConfig policy_defaults();
 // Trains (fields of train::kPolicy apply), then evaluates in closed loop when eval_episodes > 0.
 PolicyTrainSummary run_policy_train(const TrainConfig& config);
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

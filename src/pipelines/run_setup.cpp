@@ -1,33 +1,14 @@
-#include "train/run_setup.h"
+#include "pipelines/run_setup.h"
 
 #include <torch/cuda.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
-
-AttentionConfig load_attention_config(const std::string& path, const std::vector<std::string>& overrides) {
-  AttentionConfig a;
-  if (path.empty()) {
-    a.yaml = config::default_attention_yaml();
-    a.spec = config::default_attention_spec();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError("cannot read attention config '" + path + "'");
-    std::ostringstream text;
-    text << in.rdbuf();
-    a.yaml = text.str();
-    a.spec = config::parse_attention_spec(a.yaml, path);
-  }
-  config::apply_mask_kwarg_overrides(a.spec, overrides);
-  return a;
-}
+namespace sparsevit::pipelines {
 
 models::ModelOptions vit_model_options(const TrainConfig& c, const config::AttentionSpec& spec,
                                        const config::AttentionSpec& temporal) {
@@ -53,7 +34,7 @@ void check_device(const std::string& device) {
                    (torch::cuda::is_available() ? "" : " (and this LibTorch build has no CUDA)") + "; use --device cpu");
 }
 
-data::LoaderOptions loader_options(const TrainConfig& c, const ProcessContext& process) {
+data::LoaderOptions loader_options(const TrainConfig& c, const train::ProcessContext& process) {
   data::LoaderOptions o;
   o.batch_size = c.batch_size;
   o.num_workers = c.num_workers;
@@ -75,10 +56,10 @@ data::TransformConfig transform_config(const TrainConfig& c, int64_t input_size,
   return tc;
 }
 
-OptimizationOptions optimization_options(const TrainConfig& c, int64_t world) {
-  OptimizationOptions o;
+train::OptimizationOptions optimization_options(const TrainConfig& c, int64_t world) {
+  train::OptimizationOptions o;
   // MAE: eff_batch_size = batch_size * accum_iter * world_size; lr = blr * eff_batch_size / 256.
-  o.lr = c.lr > 0 ? c.lr : effective_lr(c.blr, c.batch_size * c.accum_iter * world);
+  o.lr = c.lr > 0 ? c.lr : train::effective_lr(c.blr, c.batch_size * c.accum_iter * world);
   o.min_lr = c.min_lr;
   o.warmup_epochs = c.warmup_epochs;
   o.weight_decay = c.weight_decay;
@@ -94,7 +75,7 @@ OptimizationOptions optimization_options(const TrainConfig& c, int64_t world) {
   return o;
 }
 
-std::optional<MetricsLog> open_run_outputs(const TrainConfig& c, unsigned command, const ProcessContext& process) {
+std::optional<train::MetricsLog> open_run_outputs(const TrainConfig& c, unsigned command, const train::ProcessContext& process) {
   if (!process.main_rank()) return std::nullopt;
   if (!c.output_dir.empty()) {
     std::filesystem::create_directories(c.output_dir);
@@ -102,17 +83,15 @@ std::optional<MetricsLog> open_run_outputs(const TrainConfig& c, unsigned comman
   }
   if (c.log_dir.empty()) return std::nullopt;
   std::filesystem::create_directories(c.log_dir);
-  return MetricsLog(c.log_dir + "/metrics.jsonl");
+  return train::MetricsLog(c.log_dir + "/metrics.jsonl");
 }
 
-std::string save_epoch_checkpoints(const TrainState& state, const TrainConfig& c, int64_t epoch,
-                                   const nlohmann::json& metadata, const ProcessContext& process) {
-  if (c.output_dir.empty() || !process.main_rank()) return "";
-  const std::string path = c.output_dir + "/checkpoint.pt";
-  state.save_checkpoint(path, epoch, metadata);
-  if (c.save_ckpt_freq > 0 && (epoch + 1) % c.save_ckpt_freq == 0)
-    state.save_checkpoint(c.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch, metadata);
-  return path;
+train::EpochCheckpoints epoch_checkpoints(const TrainConfig& c, nlohmann::json metadata) {
+  train::EpochCheckpoints checkpoints;
+  checkpoints.output_dir = c.output_dir;
+  checkpoints.save_ckpt_freq = c.save_ckpt_freq;
+  checkpoints.metadata = std::move(metadata);
+  return checkpoints;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

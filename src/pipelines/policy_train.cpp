@@ -1,4 +1,4 @@
-#include "train/policy_train.h"
+#include "pipelines/policy_train.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -16,15 +16,15 @@
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/metrics_log.h"
-#include "train/policy_checkpoint.h"
-#include "train/run_setup.h"
+#include "pipelines/policy_checkpoint.h"
+#include "pipelines/run_setup.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 namespace {
 
-class PolicyTask : public TrainTask {
+class PolicyTask : public train::TrainTask {
  public:
   explicit PolicyTask(policy::DiffusionPolicy& policy) : policy_(policy) {}
   at::Tensor loss(const data::Batch& batch, std::mt19937_64&) override {
@@ -126,7 +126,7 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   const auto t0 = std::chrono::steady_clock::now();
   TrainConfig c = resolve(raw, kPolicy);
   check_device(c.device);
-  ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
+  train::ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
   const int64_t world = process.world_size();
 
   auto demos = std::make_shared<episodes::EpisodeSet>(read_demonstrations(c.data_path));
@@ -135,7 +135,7 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
     mask.assign(static_cast<std::size_t>(demos->episodes()), false);
     for (int64_t e = 0; e < c.max_train_samples; ++e) mask[static_cast<std::size_t>(e)] = true;
   }
-  std::optional<LoadedCheckpoint> ckpt;
+  std::optional<train::LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) ckpt.emplace(c.resume);
   const PolicyDescription description = policy_description(c, demos->image_height);
   auto model = std::make_shared<policy::DiffusionPolicy>(description.config);
@@ -171,45 +171,39 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
                summary.windows, c.pred_horizon, demos->image_height, demos->image_width, model->image_size(),
                process.threads());
 
-  OptimizationOptions opt = optimization_options(c, world);
+  train::OptimizationOptions opt = optimization_options(c, world);
   opt.betas = {0.95, 0.999};
   opt.no_weight_decay_names = {};
   opt.model_ema = c.model_ema;
   opt.model_ema_decay = c.model_ema_decay;
-  opt.model_ema_warmup = EmaWarmup{};
-  TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
+  opt.model_ema_warmup = train::EmaWarmup{};
+  train::TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   PolicyTask task(*model);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
-  const nlohmann::json metadata = {{"policy", policy_description_json(description)},
-                                   {"world_size", world},
-                                   {"config", config_to_json(c, kPolicy)}};
-  std::optional<MetricsLog> metrics = open_run_outputs(c, kPolicy, process);
-  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    const auto e0 = std::chrono::steady_clock::now();
-    const EpochStats train = train_one_epoch(task, state, loader, epoch, process);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
-    const double reconstruction = task.take_reconstruction_mean();
-    nlohmann::json record = {{"epoch", epoch},
-                             {"train_loss", train.loss},
-                             {"reconstruction_loss", reconstruction},
-                             {"lr", train.lr},
-                             {"epoch_seconds", seconds},
-                             {"train_samples_per_second", train.train_seconds > 0 ? train.images / train.train_seconds : 0.0},
-                             {"attention_gflops", train.attention_gflops}};
-    process.out() << fmt::format("Epoch {}/{}: loss {:.4f}{}  lr {:.3g}  ({:.1f} s)", epoch + 1, c.epochs, train.loss,
-                                 c.crossway_weight > 0 ? fmt::format(" (reconstruction {:.4f})", reconstruction) : "",
-                                 train.lr, seconds)
-                  << std::endl;
-    if (metrics) metrics->append(record);
-    const std::string written = save_epoch_checkpoints(state, c, epoch, metadata, process);
-    if (!written.empty()) summary.checkpoint = written;
-    if (summary.epochs_run == 0) summary.first_epoch_loss = train.loss;
-    summary.train_loss = train.loss;
-    summary.reconstruction_loss = reconstruction;
+  nlohmann::json metadata = models::model_description_json({std::nullopt, std::nullopt, description.model});
+  metadata["world_size"] = world;
+  metadata["config"] = config_to_json(c, kPolicy);
+  std::optional<train::MetricsLog> metrics = open_run_outputs(c, kPolicy, process);
+  train::EpochHooks hooks;
+  hooks.throughput_key = "train_samples_per_second";
+  hooks.report = [&](int64_t, const train::EpochStats& stats) {
+    summary.reconstruction_loss = task.take_reconstruction_mean();
+    return train::EpochReport{
+        {{"reconstruction_loss", summary.reconstruction_loss}},
+        fmt::format("loss {:.4f}{}  lr {:.3g}", stats.loss,
+                    c.crossway_weight > 0 ? fmt::format(" (reconstruction {:.4f})", summary.reconstruction_loss) : "",
+                    stats.lr)};
+  };
+  hooks.finished = [&summary](int64_t, const train::EpochStats& stats, const std::string& checkpoint) {
+    if (!checkpoint.empty()) summary.checkpoint = checkpoint;
+    if (summary.epochs_run == 0) summary.first_epoch_loss = stats.loss;
+    summary.train_loss = stats.loss;
     summary.epochs_run++;
-  }
+  };
+  train::run_epochs(task, state, loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
+                    metrics ? &*metrics : nullptr, hooks);
   if (c.eval_episodes > 0 && process.main_rank()) {
-    std::optional<EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
+    std::optional<train::EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
     if (state.ema()) ema_weights.emplace(*state.ema(), *model);
     PolicyEvalOptions eo;
     eo.episodes = c.eval_episodes;
@@ -225,4 +219,4 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   return summary;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines

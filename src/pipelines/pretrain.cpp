@@ -1,4 +1,4 @@
-#include "train/pretrain.h"
+#include "pipelines/pretrain.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -18,11 +18,12 @@
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/metrics_log.h"
-#include "train/run_setup.h"
+#include "pipelines/checkpoint_model.h"
+#include "pipelines/run_setup.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 
-namespace sparsevit::train {
+namespace sparsevit::pipelines {
 
 nlohmann::json PretrainSummary::to_json() const {
   return {{"train_loss", train_loss},
@@ -62,10 +63,8 @@ namespace {
 // MAE's model names; a ViT name is taken as its MAE counterpart (vit_nano_patch4_28 -> mae_vit_nano_patch4_28).
 std::string mae_name(const std::string& model) { return model.rfind("mae_", 0) == 0 ? model : "mae_" + model; }
 
-// Where a pretrain checkpoint describes its model.
-constexpr const char* kMaeKey = "mae";
-
-models::MaeOptions mae_options(const TrainConfig& c, const AttentionConfig& encoder, const AttentionConfig& decoder) {
+models::MaeOptions mae_options(const TrainConfig& c, const config::AttentionConfig& encoder,
+                               const config::AttentionConfig& decoder) {
   models::MaeOptions o;
   o.encoder = vit_model_options(c, encoder.spec);
   if (c.decoder_embed_dim > 0) o.decoder_embed_dim = c.decoder_embed_dim;
@@ -77,7 +76,7 @@ models::MaeOptions mae_options(const TrainConfig& c, const AttentionConfig& enco
   return o;
 }
 
-class PretrainTask : public TrainTask {
+class PretrainTask : public train::TrainTask {
  public:
   explicit PretrainTask(models::MaskedAutoencoder& model) : model_(model) {}
   at::Tensor loss(const data::Batch& batch, std::mt19937_64&) override { return model_.forward(batch.images).loss; }
@@ -152,48 +151,25 @@ std::vector<std::string> save_reconstructions(models::MaskedAutoencoder& model, 
 
 }  // namespace
 
-std::optional<LoadedMae> load_checkpoint_mae(const LoadedCheckpoint& ckpt) {
-  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, false);
-  if (!meta.is_object() || !meta.contains(kMaeKey)) return std::nullopt;
-  try {
-    TrainConfig c = pretrain_defaults();
-    const nlohmann::json& m = meta.at(kMaeKey);
-    c.model = m.at("model").get<std::string>();
-    c.input_size = m.at("img_size").get<int64_t>();
-    c.patch_size = m.at("patch_size").get<int64_t>();
-    c.embed_dim = m.at("embed_dim").get<int64_t>();
-    c.depth = m.at("depth").get<int64_t>();
-    c.num_heads = m.at("num_heads").get<int64_t>();
-    c.decoder_embed_dim = m.at("decoder_embed_dim").get<int64_t>();
-    c.decoder_depth = m.at("decoder_depth").get<int64_t>();
-    c.decoder_num_heads = m.at("decoder_num_heads").get<int64_t>();
-    c.mask_ratio = m.at("mask_ratio").get<double>();
-    c.norm_pix_loss = m.at("norm_pix_loss").get<bool>();
-    const auto overrides = m.at("attention_overrides").get<std::vector<std::string>>();
-    AttentionConfig encoder{m.at("attention_yaml").get<std::string>(), {}};
-    encoder.spec = config::parse_attention_spec(encoder.yaml, ckpt.path() + " (attention)");
-    config::apply_mask_kwarg_overrides(encoder.spec, overrides);
-    AttentionConfig decoder{m.at("decoder_attention_yaml").get<std::string>(), {}};
-    decoder.spec = config::parse_attention_spec(decoder.yaml, ckpt.path() + " (decoder attention)");
-    config::apply_mask_kwarg_overrides(decoder.spec, overrides);
-    LoadedMae loaded{c.model, models::create_mae_model(c.model, mae_options(c, encoder, decoder))};
-    ckpt.load_model(*loaded.model);
-    return loaded;
-  } catch (const nlohmann::json::exception& e) {
-    throw RuntimeError(ckpt.path() + ": corrupt MAE model description: " + e.what());
-  }
+std::optional<LoadedMae> load_checkpoint_mae(const train::LoadedCheckpoint& ckpt) {
+  const std::optional<models::ModelDescription> described = checkpoint_description(ckpt);
+  if (!described || !described->mae) return std::nullopt;
+  const models::MaeDescription& m = *described->mae;
+  LoadedMae loaded{m.model, models::create_mae_model(m.model, models::mae_options(m))};
+  ckpt.load_model(*loaded.model);
+  return loaded;
 }
 
 PretrainSummary run_pretrain(const TrainConfig& raw) {
   TrainConfig c = resolve(raw, kPretrain);
   check_device(c.device);
-  ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
+  train::ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
   const int64_t world = process.world_size();
 
-  AttentionConfig encoder_attention = load_attention_config(c.attn_cfg, c.attn_set);
-  AttentionConfig decoder_attention =
-      c.decoder_attn_cfg.empty() ? encoder_attention : load_attention_config(c.decoder_attn_cfg, c.attn_set);
-  std::optional<LoadedCheckpoint> ckpt;
+  const config::AttentionConfig encoder_attention = config::load_attention_config(c.attn_cfg, c.attn_set);
+  const config::AttentionConfig decoder_attention =
+      c.decoder_attn_cfg.empty() ? encoder_attention : config::load_attention_config(c.decoder_attn_cfg, c.attn_set);
+  std::optional<train::LoadedCheckpoint> ckpt;
   if (!c.resume.empty()) ckpt.emplace(c.resume);
   std::string name = mae_name(c.model);
   auto model = models::create_mae_model(name, mae_options(c, encoder_attention, decoder_attention));
@@ -232,44 +208,32 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
                summary.attention_gflops_encoder, summary.attention_gflops_decoder);
   spdlog::info("data {}: {} training images, {} threads", c.dataset, train_set->size(), process.threads());
 
-  OptimizationOptions opt = optimization_options(c, world);
+  train::OptimizationOptions opt = optimization_options(c, world);
   opt.betas = {0.9, 0.95};
   opt.no_weight_decay_names = {};  // MAE's add_weight_decay: biases and 1-d tensors only
-  TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
+  train::TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   PretrainTask task(*model);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
 
-  const nlohmann::json metadata = {
-      {kMaeKey,
-       {{"model", name}, {"img_size", mc.encoder.img_size}, {"patch_size", mc.encoder.patch_size},
-        {"embed_dim", mc.encoder.embed_dim}, {"depth", mc.encoder.depth}, {"num_heads", mc.encoder.num_heads},
-        {"decoder_embed_dim", mc.decoder_embed_dim},
-        {"decoder_depth", mc.decoder_depth}, {"decoder_num_heads", mc.decoder_num_heads}, {"mask_ratio", mc.mask_ratio},
-        {"norm_pix_loss", mc.norm_pix_loss}, {"attention_yaml", encoder_attention.yaml},
-        {"decoder_attention_yaml", decoder_attention.yaml}, {"attention_overrides", c.attn_set}}},
-      {"world_size", world},
-      {"config", config_to_json(c, kPretrain)}};
-  std::optional<MetricsLog> metrics = open_run_outputs(c, kPretrain, process);
-  for (int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const EpochStats train = train_one_epoch(task, state, train_loader, epoch, process);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    nlohmann::json record = {{"epoch", epoch},
-                             {"train_loss", train.loss},
-                             {"lr", train.lr},
-                             {"epoch_seconds", seconds},
-                             {"train_images_per_second", train.train_seconds > 0 ? train.images / train.train_seconds : 0.0},
-                             {"attention_gflops", train.attention_gflops}};
-    process.out() << fmt::format("Epoch {}/{}: reconstruction loss {:.4f}  lr {:.3g}  ({:.1f} s)", epoch + 1, c.epochs,
-                                 train.loss, train.lr, seconds)
-                  << std::endl;
-    if (metrics) metrics->append(record);
-    const std::string written = save_epoch_checkpoints(state, c, epoch, metadata, process);
-    if (!written.empty()) summary.checkpoint = written;
-    if (summary.epochs_run == 0) summary.first_epoch_loss = train.loss;
-    summary.train_loss = train.loss;
+  models::ModelDescription description;
+  description.mae = models::describe_mae(*model, name, {encoder_attention.yaml, c.attn_set, encoder_attention.spec},
+                                         {decoder_attention.yaml, c.attn_set, decoder_attention.spec});
+  nlohmann::json metadata = models::model_description_json(description);
+  metadata["world_size"] = world;
+  metadata["config"] = config_to_json(c, kPretrain);
+  std::optional<train::MetricsLog> metrics = open_run_outputs(c, kPretrain, process);
+  train::EpochHooks hooks;
+  hooks.report = [](int64_t, const train::EpochStats& stats) {
+    return train::EpochReport{{}, fmt::format("reconstruction loss {:.4f}  lr {:.3g}", stats.loss, stats.lr)};
+  };
+  hooks.finished = [&summary](int64_t, const train::EpochStats& stats, const std::string& checkpoint) {
+    if (!checkpoint.empty()) summary.checkpoint = checkpoint;
+    if (summary.epochs_run == 0) summary.first_epoch_loss = stats.loss;
+    summary.train_loss = stats.loss;
     summary.epochs_run++;
-  }
+  };
+  train::run_epochs(task, state, train_loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
+                    metrics ? &*metrics : nullptr, hooks);
   if (!c.save_recon.empty() && process.main_rank()) {
     const auto eval_set = data::make_dataset(c.dataset, c.data_path, false);
     const auto files = save_reconstructions(*model, *eval_set, tc, c.save_recon, 8, static_cast<uint64_t>(c.seed));
@@ -278,4 +242,4 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
   return summary;
 }
 
-}  // namespace sparsevit::train
+}  // namespace sparsevit::pipelines
