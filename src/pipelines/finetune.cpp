@@ -300,7 +300,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     return report;
   };
   summary.epochs_run = train::run_epochs(task, state, train_loader, process, start_epoch,
-                                         epoch_checkpoints(c, std::move(metadata)), metrics ? &*metrics : nullptr, hooks);
+                                         epoch_checkpoints(c, std::move(metadata)), metrics ? &*metrics : nullptr, hooks)
+                           .epochs;
   if (summary.epochs_run == 0) {
     model->set_training_progress(1.0);
     last = train::evaluate_classifier(*model, forward, c.nb_classes, eval_loader, start_epoch, process, views);

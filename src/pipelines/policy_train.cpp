@@ -194,14 +194,12 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
                     c.crossway_weight > 0 ? fmt::format(" (reconstruction {:.4f})", summary.reconstruction_loss) : "",
                     stats.lr)};
   };
-  hooks.finished = [&summary](int64_t, const train::EpochStats& stats, const std::string& checkpoint) {
-    if (!checkpoint.empty()) summary.checkpoint = checkpoint;
-    if (summary.epochs_run == 0) summary.first_epoch_loss = stats.loss;
-    summary.train_loss = stats.loss;
-    summary.epochs_run++;
-  };
-  train::run_epochs(task, state, loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
+  const train::EpochsRun run = train::run_epochs(task, state, loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
                     metrics ? &*metrics : nullptr, hooks);
+  summary.epochs_run = run.epochs;
+  summary.first_epoch_loss = run.first_loss;
+  summary.train_loss = run.last_loss;
+  summary.checkpoint = run.checkpoint;
   if (c.eval_episodes > 0 && process.main_rank()) {
     std::optional<train::EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
     if (state.ema()) ema_weights.emplace(*state.ema(), *model);

@@ -226,14 +226,12 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
   hooks.report = [](int64_t, const train::EpochStats& stats) {
     return train::EpochReport{{}, fmt::format("reconstruction loss {:.4f}  lr {:.3g}", stats.loss, stats.lr)};
   };
-  hooks.finished = [&summary](int64_t, const train::EpochStats& stats, const std::string& checkpoint) {
-    if (!checkpoint.empty()) summary.checkpoint = checkpoint;
-    if (summary.epochs_run == 0) summary.first_epoch_loss = stats.loss;
-    summary.train_loss = stats.loss;
-    summary.epochs_run++;
-  };
-  train::run_epochs(task, state, train_loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
+  const train::EpochsRun run = train::run_epochs(task, state, train_loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
                     metrics ? &*metrics : nullptr, hooks);
+  summary.epochs_run = run.epochs;
+  summary.first_epoch_loss = run.first_loss;
+  summary.train_loss = run.last_loss;
+  summary.checkpoint = run.checkpoint;
   if (!c.save_recon.empty() && process.main_rank()) {
     const auto eval_set = data::make_dataset(c.dataset, c.data_path, false);
     const auto files = save_reconstructions(*model, *eval_set, tc, c.save_recon, 8, static_cast<uint64_t>(c.seed));

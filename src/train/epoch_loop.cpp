@@ -17,11 +17,11 @@ std::string save_epoch_checkpoints(const TrainState& state, const EpochCheckpoin
   return path;
 }
 
-int64_t run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader, ProcessContext& process,
+EpochsRun run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader, ProcessContext& process,
                    int64_t first_epoch, const EpochCheckpoints& checkpoints, MetricsLog* metrics,
                    const EpochHooks& hooks) {
   const int64_t epochs = state.options().epochs;
-  int64_t run = 0;
+  EpochsRun run;
   for (int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     const EpochStats train = train_one_epoch(task, state, loader, epoch, process);
@@ -37,8 +37,10 @@ int64_t run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader
     process.out() << fmt::format("Epoch {}/{}: {}  ({:.1f} s)", epoch + 1, epochs, report.text, seconds) << std::endl;
     if (metrics) metrics->append(record);
     const std::string written = save_epoch_checkpoints(state, checkpoints, epoch, process);
-    if (hooks.finished) hooks.finished(epoch, train, written);
-    ++run;
+    if (!written.empty()) run.checkpoint = written;
+    if (run.epochs == 0) run.first_loss = train.loss;
+    run.last_loss = train.loss;
+    ++run.epochs;
   }
   return run;
 }

@@ -32,18 +32,23 @@ struct EpochReport {
 struct EpochHooks {
   // After the epoch's training (evaluation belongs here: the epoch's seconds include it).
   std::function<EpochReport(int64_t epoch, const EpochStats& train)> report;
-  // After the record and the checkpoints: `checkpoint` is the path of checkpoint.pt ("" : none).
-  std::function<void(int64_t epoch, const EpochStats& train, const std::string& checkpoint)> finished;
   // The metrics key of the training throughput (samples of all ranks per second).
   std::string throughput_key = "train_images_per_second";
+};
+
+// What the loop did, for the run's summary.
+struct EpochsRun {
+  int64_t epochs = 0;            // run by this call (0 when resumed at the end)
+  double first_loss = 0;         // train loss of the first epoch run
+  double last_loss = 0;          // and of the last
+  std::string checkpoint;        // checkpoint.pt, once written ("" : none)
 };
 
 // Runs epochs [first_epoch, state.options().epochs). Each writes one metrics record ("epoch",
 // "train_loss", "lr", "epoch_seconds", the throughput, "attention_gflops", then the report's
 // fields) to `metrics` when given, prints "Epoch i/n: <report text>  (s s)" on the main rank,
-// and saves checkpoint.pt (plus checkpoint-<epoch>.pt every save_ckpt_freq epochs). Returns the
-// number of epochs run.
-int64_t run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader, ProcessContext& process,
+// and saves checkpoint.pt (plus checkpoint-<epoch>.pt every save_ckpt_freq epochs).
+EpochsRun run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader, ProcessContext& process,
                    int64_t first_epoch, const EpochCheckpoints& checkpoints, MetricsLog* metrics,
                    const EpochHooks& hooks);
 

@@ -134,19 +134,14 @@ TEST_F(EngineTest, RunEpochsWritesEachEpochAndResumesWhereTheCheckpointStopped) 
   checkpoints.output_dir = root_.string();
   checkpoints.save_ckpt_freq = 2;
   checkpoints.metadata = {{"run", "engine test"}};
-  std::vector<int64_t> reported, finished;
+  std::vector<int64_t> reported;
   std::vector<double> losses;
   EpochHooks hooks;
   hooks.throughput_key = "train_samples_per_second";
   hooks.report = [&](int64_t epoch, const EpochStats& stats) {
     reported.push_back(epoch);
-    return EpochReport{{{"extra", epoch * 10}}, "loss " + std::to_string(stats.loss)};
-  };
-  hooks.finished = [&](int64_t epoch, const EpochStats& stats, const std::string& checkpoint) {
-    finished.push_back(epoch);
     losses.push_back(stats.loss);
-    EXPECT_EQ(checkpoint, (root_ / "checkpoint.pt").string());
-    EXPECT_TRUE(fs::exists(checkpoint));
+    return EpochReport{{{"extra", epoch * 10}}, "loss " + std::to_string(stats.loss)};
   };
 
   torch::manual_seed(0);
@@ -157,14 +152,16 @@ TEST_F(EngineTest, RunEpochsWritesEachEpochAndResumesWhereTheCheckpointStopped) 
     TrainState state(*model, opt, process, nullptr);
     MetricsLog log((root_ / "metrics.jsonl").string());
     ::testing::internal::CaptureStdout();
-    const int64_t run = run_epochs(task, state, batches, process, 0, checkpoints, &log, hooks);
+    const EpochsRun run = run_epochs(task, state, batches, process, 0, checkpoints, &log, hooks);
     const std::string out = ::testing::internal::GetCapturedStdout();
-    EXPECT_EQ(run, 2);
+    EXPECT_EQ(run.epochs, 2);
+    EXPECT_EQ(run.first_loss, losses[0]);
+    EXPECT_EQ(run.last_loss, losses[1]);
+    EXPECT_EQ(run.checkpoint, (root_ / "checkpoint.pt").string());
     EXPECT_NE(out.find("Epoch 1/2: loss "), std::string::npos) << out;
     EXPECT_NE(out.find("Epoch 2/2: loss "), std::string::npos) << out;
   }
   EXPECT_EQ(reported, (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(finished, (std::vector<int64_t>{0, 1}));
   EXPECT_LT(losses[1], losses[0]);  // the loop really trains
   EXPECT_TRUE(fs::exists(root_ / "checkpoint-1.pt"));   // every save_ckpt_freq = 2 epochs
   EXPECT_FALSE(fs::exists(root_ / "checkpoint-0.pt"));
@@ -182,9 +179,9 @@ TEST_F(EngineTest, RunEpochsWritesEachEpochAndResumesWhereTheCheckpointStopped) 
   EXPECT_EQ(state.start_epoch(), 2);
   MetricsLog log((root_ / "metrics.jsonl").string());
   ::testing::internal::CaptureStdout();
-  EXPECT_EQ(run_epochs(resumed_task, state, batches, process, state.start_epoch(), checkpoints, &log, hooks), 1);
+  EXPECT_EQ(run_epochs(resumed_task, state, batches, process, state.start_epoch(), checkpoints, &log, hooks).epochs, 1);
   EXPECT_NE(::testing::internal::GetCapturedStdout().find("Epoch 3/3: loss "), std::string::npos);
-  EXPECT_EQ(finished, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(reported, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(LoadedCheckpoint((root_ / "checkpoint.pt").string()).epoch(), 2);
 
   const std::vector<nlohmann::json> records = read_records(root_ / "metrics.jsonl");
