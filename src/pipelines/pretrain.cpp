@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
