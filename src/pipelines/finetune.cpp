@@ -106,7 +106,7 @@ class ClassificationTask : public train::TrainTask {
   at::Tensor loss(const data::Batch& batch, std::mt19937_64& host_rng) override {
     if (mixup_.enabled()) {
       auto [images, targets] = mixup_.apply(batch.images, batch.labels, host_rng);
-      return soft_target_cross_entropy(logits(images), targets);
+      return train::soft_target_cross_entropy(logits(images), targets);
     }
     if (smoothing_ > 0) return train::label_smoothing_cross_entropy(logits(batch.images), batch.labels, smoothing_);
     return at::cross_entropy_loss(logits(batch.images), batch.labels);
@@ -263,8 +263,8 @@ TrainSummary run_finetune(const TrainConfig& raw) {
 
   if (!c.finetune.empty() && !ckpt) {
     // MAE main_finetune --finetune: pretrained weights, then training as usual (rank 0's are broadcast).
-    const PretrainedLoad load = load_pretrained_file(*model, c.finetune);
-    spdlog::info("--finetune {}: {}", c.finetune, describe(load));
+    const models::PretrainedLoad load = models::load_pretrained_file(*model, c.finetune);
+    spdlog::info("--finetune {}: {}", c.finetune, models::describe(load));
   }
   train::TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   ClassificationTask task(*model, mixup, c.smoothing);
