@@ -9,7 +9,26 @@
 namespace sparsevit::config {
 namespace {
 
-const std::vector<std::string> kLinformerShare = {"none", "headwise", "kv", "layerwise"};
+const std::vector<std::string> kLinformerShareChoices = {"none", "headwise", "kv", "layerwise"};
+
+// The kwargs with a fixed default, declared once for the table and the readers below.
+constexpr int64_t kLinformerMaxDefaultK = 64;  // k defaults to min(64, N)
+constexpr patterns::ChoiceKwarg kLinformerShare{
+    "share", "headwise",
+    "`none`: E, F per head; `headwise`: E, F shared by the heads; `kv`: one E for keys and values, all heads; "
+    "`layerwise`: one E for keys, values, all heads and all layers (the model's attn_shared.linformer_E)"};
+constexpr patterns::IntKwarg kPerformerFeatures{"num_features", 256, "random features m (>= 1)"};
+constexpr patterns::IntKwarg kPerformerRedraw{"redraw_interval", 1000,
+                                              "training forward passes between feature redraws; 0 = never"};
+constexpr patterns::IntKwarg kPerformerSeed{"seed", 0, "features are drawn from (seed, layer, draw)"};
+constexpr patterns::IntKwarg kImhsaLandmarks{
+    "landmarks", 49, "patch landmarks s*s, s <= the patch grid side (adaptive average pooling)"};
+constexpr patterns::IntKwarg kReformerBuckets{"buckets", 8, "hash buckets (even, >= 2)"};
+constexpr patterns::IntKwarg kReformerHashes{"hashes", 1, "hash rounds, combined by their log-sum-exp weights"};
+constexpr patterns::IntKwarg kReformerSeed{"seed", 0, "rotations are drawn from (seed, layer)"};
+constexpr patterns::ChoiceKwarg kReformerQk{"qk", "shared",
+                                            "`shared`: keys are the length-normalised queries and a token skips "
+                                            "its own key (the paper); `separate`: timm's own K"};
 
 std::vector<std::string> names_of(const std::vector<AttentionBackend>& backends) {
   std::vector<std::string> names;
@@ -34,10 +53,7 @@ const std::vector<AttentionBackend>& attention_backends() {
       {"topk", "per query the k largest scaled scores (mask: topk kwargs)", {}, true},
       {"linformer",
        "keys and values projected along the sequence N -> k by learned E, F (Wang et al. 2020)",
-       {{"k", "min(64, N)", "projected length (1..N)"},
-        {"share", "headwise",
-         "`none`: E, F per head; `headwise`: E, F shared by the heads; `kv`: one E for keys and values, all "
-         "heads; `layerwise`: one E for keys, values, all heads and all layers (the model's attn_shared.linformer_E)"}},
+       {{"k", "min(" + std::to_string(kLinformerMaxDefaultK) + ", N)", "projected length (1..N)"}, kLinformerShare.doc_entry()},
        false},
       {"efficient",
        "Efficient Attention (Shen et al. 2021): softmax of Q over features, of K over tokens, rho_q(Q) (rho_k(K)^T V)",
@@ -45,22 +61,17 @@ const std::vector<AttentionBackend>& attention_backends() {
        false},
       {"performer",
        "FAVOR+ positive orthogonal random features (Choromanski et al. 2021)",
-       {{"num_features", "256", "random features m (>= 1)"},
-        {"redraw_interval", "1000", "training forward passes between feature redraws; 0 = never"},
-        {"seed", "0", "features are drawn from (seed, layer, draw)"}},
+       {kPerformerFeatures.doc_entry(), kPerformerRedraw.doc_entry(), kPerformerSeed.doc_entry()},
        false},
       {"imhsa",
        "interactive MHSA (Kang et al. 2024): pooled landmarks, cross-head mixing before/after each softmax",
-       {{"landmarks", "49", "patch landmarks s*s, s <= the patch grid side (adaptive average pooling)"}},
+       {kImhsaLandmarks.doc_entry()},
        false},
       {"reformer",
        "LSH attention (Kitaev et al. 2020): angular random-rotation hashes, sorted chunks + previous chunk",
-       {{"buckets", "8", "hash buckets (even, >= 2)"},
-        {"hashes", "1", "hash rounds, combined by their log-sum-exp weights"},
-        {"chunk", "", "queries per chunk (default ceil(N / buckets))"},
-        {"seed", "0", "rotations are drawn from (seed, layer)"},
-        {"qk", "shared", "`shared`: keys are the length-normalised queries and a token skips its own key "
-                         "(the paper); `separate`: timm's own K"}},
+       {kReformerBuckets.doc_entry(), kReformerHashes.doc_entry(),
+        {"chunk", "", "queries per chunk (default ceil(N / buckets))"}, kReformerSeed.doc_entry(),
+        kReformerQk.doc_entry()},
        false},
   };
   return table;
@@ -78,16 +89,16 @@ namespace {
 // The shape-free part of each backend's parameters.
 // k defaults to min(64, N) (0 here until the shape is known).
 LinformerParams read_linformer(const patterns::MaskKwargs& kw) {
-  return {kw.get_int("k", 0, 1), kw.get_choice("share", "headwise", kLinformerShare)};
+  return {kw.get_int("k", 0, 1), kLinformerShare.read(kw, kLinformerShareChoices)};
 }
 int64_t linformer_k(const patterns::MaskKwargs& kw, int64_t num_tokens) {
   const int64_t k = read_linformer(kw).k;
-  return k > 0 ? k : std::min<int64_t>(64, num_tokens);
+  return k > 0 ? k : std::min<int64_t>(kLinformerMaxDefaultK, num_tokens);
 }
 std::optional<int64_t> read_key_dim(const patterns::MaskKwargs& kw) { return kw.get_optional_int("key_dim", 1); }
 ImhsaParams read_imhsa(const patterns::MaskKwargs& kw) {
   ImhsaParams p;
-  p.landmarks = kw.get_int("landmarks", 49, 1);
+  p.landmarks = kImhsaLandmarks.read(kw, 1);
   p.side = isqrt_exact(p.landmarks);
   if (p.side < 1) throw UsageError(kw.describe("landmarks") + ": must be a square s*s (1, 4, 9, ...), got " +
                                    std::to_string(p.landmarks));
@@ -95,14 +106,14 @@ ImhsaParams read_imhsa(const patterns::MaskKwargs& kw) {
 }
 ReformerParams read_reformer(const patterns::MaskKwargs& kw) {
   ReformerParams p;
-  p.buckets = kw.get_int("buckets", 8, 2);
+  p.buckets = kReformerBuckets.read(kw, 2);
   if (p.buckets % 2 != 0)
     throw UsageError(kw.describe("buckets") + ": must be even (angular LSH: buckets/2 rotations), got " +
                      std::to_string(p.buckets));
-  p.hashes = kw.get_int("hashes", 1, 1, 64);
-  p.chunk = kw.get_int("chunk", 0, 1);
-  p.seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
-  p.shared_qk = kw.get_choice("qk", "shared", {"shared", "separate"}) == "shared";
+  p.hashes = kReformerHashes.read(kw, 1, 64);
+  p.chunk = kw.get_int("chunk", 0, 1);  // 0: ceil(N / buckets), known with the shape
+  p.seed = static_cast<uint64_t>(kReformerSeed.read(kw, 0));
+  p.shared_qk = kReformerQk.read(kw, {"shared", "separate"}) == "shared";
   return p;
 }
 
@@ -147,9 +158,9 @@ EfficientParams efficient_params(const patterns::MaskKwargs& kwargs, const Atten
 
 PerformerParams performer_params(const patterns::MaskKwargs& kwargs) {
   PerformerParams p;
-  p.num_features = kwargs.get_int("num_features", 256, 1);
-  p.redraw_interval = kwargs.get_int("redraw_interval", 1000, 0);
-  p.seed = static_cast<uint64_t>(kwargs.get_int("seed", 0, 0));
+  p.num_features = kPerformerFeatures.read(kwargs, 1);
+  p.redraw_interval = kPerformerRedraw.read(kwargs, 0);
+  p.seed = static_cast<uint64_t>(kPerformerSeed.read(kwargs, 0));
   return p;
 }
 

@@ -32,29 +32,32 @@ const AttentionBackend& find_backend(const std::string& name);
 // Names, then the ranges that need no sequence shape; throws UsageError naming the kwarg.
 void validate_backend_kwargs(const std::string& backend, const patterns::MaskKwargs& kwargs);
 
+// What the modules read. The defaults are the backends' kwarg declarations
+// (attention_backends.cpp, listed by attention_backends()); these members are always filled by
+// the *_params functions below, so they carry no second copy.
 struct LinformerParams {
-  int64_t k = 64;                    // projected length (default min(64, N))
-  std::string share = "headwise";    // none | headwise | kv | layerwise (one E for every layer)
+  int64_t k = 0;      // projected length (default min(64, N))
+  std::string share;  // none | headwise | kv | layerwise (one E for every layer)
 };
 struct EfficientParams {
   int64_t key_dim = 0;  // query/key channels per head (<= head_dim); the values keep head_dim
 };
 struct PerformerParams {
-  int64_t num_features = 256;
-  int64_t redraw_interval = 1000;  // training steps between feature redraws; 0 = never
+  int64_t num_features = 0;
+  int64_t redraw_interval = 0;  // training steps between feature redraws; 0 = never
   uint64_t seed = 0;
 };
 struct ImhsaParams {
-  int64_t landmarks = 49;  // pooled patch landmarks, a square s x s with s <= the grid side
-  int64_t grid = 0;        // side of the patch grid
-  int64_t side = 0;        // s
+  int64_t landmarks = 0;  // pooled patch landmarks, a square s x s with s <= the grid side
+  int64_t grid = 0;       // side of the patch grid
+  int64_t side = 0;       // s
 };
 struct ReformerParams {
-  int64_t buckets = 8;  // even: hash = argmax([xR, -xR]) over buckets/2 rotations
-  int64_t hashes = 1;
+  int64_t buckets = 0;  // even: hash = argmax([xR, -xR]) over buckets/2 rotations
+  int64_t hashes = 0;
   int64_t chunk = 0;    // queries per chunk; each chunk attends itself and the previous one
   uint64_t seed = 0;
-  bool shared_qk = true;  // keys = the normalised queries (the paper); false: timm's separate K
+  bool shared_qk = false;  // keys = the normalised queries (the paper); false: timm's separate K
 };
 
 // Typed parameters for a layer of the given geometry; every violation is a one-line UsageError.

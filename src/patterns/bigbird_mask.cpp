@@ -13,6 +13,12 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr IntKwarg kWindow{"window", 1, "half-width w of the sliding window: |j-k| <= w"};
+constexpr IntKwarg kNumGlobal{"num_global", 1, "g: the first g tokens attend to and are attended by every token"};
+constexpr IntKwarg kRandomPerQuery{"random_per_query", 2,
+                                   "r random keys per query, outside the window and the globals"};
+constexpr IntKwarg kSeed{"seed", 0, "random seed (combined with the layer and head index)"};
+
 Pattern bigbird_pattern(const MaskContext& ctx, int64_t window, const std::vector<int32_t>& globals,
                         int64_t random_keys, uint64_t seed) {
   Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
@@ -48,18 +54,18 @@ Pattern build_bigbird(const MaskContext& ctx, const MaskKwargs& kw) {
   if (kw.has("random_per_query") && kw.has("pruning_ratio"))
     throw UsageError("mask 'bigbird': give only one of random_per_query, pruning_ratio");
   // Offsets beyond N - 1 select nothing; clamping also keeps j + window from overflowing.
-  const int64_t window = std::min<int64_t>(kw.get_int("window", 1, 0), ctx.num_tokens - 1);
-  const int64_t num_global = kw.get_int("num_global", 1, 0, ctx.num_tokens);
-  const uint64_t seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
+  const int64_t window = std::min<int64_t>(kWindow.read(kw, 0), ctx.num_tokens - 1);
+  const int64_t num_global = kNumGlobal.read(kw, 0, ctx.num_tokens);
+  const uint64_t seed = static_cast<uint64_t>(kSeed.read(kw, 0));
   std::vector<int32_t> globals = class_token_globals(ctx, kw);
   for (int32_t g = 0; g < num_global; ++g) globals.push_back(g);
   std::sort(globals.begin(), globals.end());
   globals.erase(std::unique(globals.begin(), globals.end()), globals.end());
 
-  int64_t random_keys = kw.get_int("random_per_query", 2, 0);
+  int64_t random_keys = kRandomPerQuery.read(kw, 0);
   if (kw.has("pruning_ratio")) {
     // Meet the budget with the random part: measure window + globals, spread the rest over rows.
-    const double target = kw.get_double("pruning_ratio", 0.98, 0.0, 1.0);
+    const double target = *kw.get_optional_double("pruning_ratio", 0.0, 1.0);
     const Pattern base = bigbird_pattern(ctx, window, globals, 0, seed);
     const double p2 = static_cast<double>(ctx.num_patches()) * ctx.num_patches();
     const double missing = (1.0 - target) * p2 - static_cast<double>(patch_edges(base, 0));
@@ -76,11 +82,11 @@ MaskGenerator bigbird_generator() {
       "bigbird",
       "BigBird: window w, the first g tokens global (class token included), r random keys per query",
       {
-          {"window", "1", "half-width w of the sliding window: |j-k| <= w"},
-          {"num_global", "1", "g: the first g tokens attend to and are attended by every token"},
-          {"random_per_query", "2", "r random keys per query, outside the window and the globals"},
+          kWindow.doc_entry(),
+          kNumGlobal.doc_entry(),
+          kRandomPerQuery.doc_entry(),
           {"pruning_ratio", "", "choose r so the pruning ratio is closest to this target"},
-          {"seed", "0", "random seed (combined with the layer and head index)"},
+          kSeed.doc_entry(),
           class_token_kwarg_doc(),
       },
       false,

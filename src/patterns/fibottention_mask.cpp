@@ -12,6 +12,28 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr IntKwarg kWMin{"w_min", 5, "smallest head window (head 1)"};
+constexpr IntKwarg kWMax{"w_max", 65,
+                         "largest head window (head H); w_i = w_min + floor((i-1)(w_max-w_min)/(H-1))"};
+constexpr ChoiceKwarg kSchedule{
+    "schedule", "wythoff",
+    "`wythoff` | `wythoff_modified` (two predecessors prepended) | `fibonacci` (Fib(1,1) for every head)"};
+// The default `wythoff` follows the schedule (Wythoff rows, or Fib(1,1) for `schedule: fibonacci`).
+constexpr ChoiceKwarg kSequence{"sequence", "wythoff",
+                                "ablation: `fibonacci`, `pow2`, `pow3`, `square`, `cube`, `arithmetic`, "
+                                "`fib_shifted`, or an explicit list of offsets"};
+constexpr IntKwarg kStep{"step", 2, "`sequence: arithmetic`: the common difference c"};
+constexpr BoolKwarg kShiftPerHead{"shift_per_head", false,
+                                  "`sequence: arithmetic`: head i starts at (i-1) mod c instead of c"};
+constexpr IntKwarg kShift{"shift", 0, "`sequence: fib_shifted`: head i uses Fib(i+shift, i+shift)"};
+constexpr BoolKwarg kIncludeDiagonal{
+    "include_diagonal", false, "ablation: every head also attends its own token (offset 0, the principal diagonal)"};
+constexpr BoolKwarg kShuffleLayers{"shuffle_layers", true,
+                                   "permute the heads' patterns per layer with a seeded permutation"};
+constexpr IntKwarg kSeed{"seed", 0, "seed of the per-layer head permutation"};
+constexpr ChoiceKwarg kCompat{"compat", "paper",
+                              "`paper` (the definition above) | `reference` (the published code, quirks included)"};
+
 // w_i = w_min + floor((i-1)(w_max-w_min)/(H-1)), i = 1..H (w_min when H = 1).
 int64_t head_window(int64_t i, int64_t heads, int64_t w_min, int64_t w_max) {
   if (heads == 1) return w_min;
@@ -23,20 +45,20 @@ int64_t head_window(int64_t i, int64_t heads, int64_t w_min, int64_t w_max) {
 // The candidate offsets of head i (1-based) before the window cut, for the paper definition.
 std::vector<int64_t> paper_sequence(int64_t i, int64_t limit, const MaskKwargs& kw, const std::string& schedule) {
   if (kw.has("sequence") && kw.is_list("sequence")) return kw.get_int_list("sequence", 0);
-  const std::string sequence = kw.get_choice(
-      "sequence", "wythoff", {"wythoff", "fibonacci", "pow2", "pow3", "square", "cube", "arithmetic", "fib_shifted"});
+  const std::string sequence =
+      kSequence.read(kw, {"wythoff", "fibonacci", "pow2", "pow3", "square", "cube", "arithmetic", "fib_shifted"});
   if (sequence == "fibonacci") return fibonacci_terms({1, 1}, limit);
   if (sequence == "pow2") return power_terms(2, limit);
   if (sequence == "pow3") return power_terms(3, limit);
   if (sequence == "square") return polynomial_terms(2, limit);
   if (sequence == "cube") return polynomial_terms(3, limit);
   if (sequence == "arithmetic") {
-    const int64_t step = kw.get_int("step", 2, 1);
-    const bool shifted = kw.get_bool("shift_per_head", false);
+    const int64_t step = kStep.read(kw, 1);
+    const bool shifted = kShiftPerHead.read(kw);
     return arithmetic_terms(step, shifted ? (i - 1) % step : 0, limit);
   }
   if (sequence == "fib_shifted") {
-    const int64_t start = i + kw.get_int("shift", 0, 0);
+    const int64_t start = i + kShift.read(kw, 0);
     return fibonacci_terms({start, start}, limit);
   }
   if (schedule == "fibonacci") return fibonacci_terms({1, 1}, limit);
@@ -55,10 +77,10 @@ std::vector<int64_t> reference_sequence(SequenceSeed seed, int64_t w) {
 
 Pattern build_fibottention(const MaskContext& ctx, const MaskKwargs& kw) {
   const int64_t heads = ctx.num_heads;
-  const std::string compat = kw.get_choice("compat", "paper", {"paper", "reference"});
-  const std::string schedule = kw.get_choice("schedule", "wythoff", {"wythoff", "wythoff_modified", "fibonacci"});
-  const bool shuffle = kw.get_bool("shuffle_layers", true);
-  const uint64_t seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
+  const std::string compat = kCompat.read(kw, {"paper", "reference"});
+  const std::string schedule = kSchedule.read(kw, {"wythoff", "wythoff_modified", "fibonacci"});
+  const bool shuffle = kShuffleLayers.read(kw);
+  const uint64_t seed = static_cast<uint64_t>(kSeed.read(kw, 0));
   Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
 
   std::vector<std::vector<int32_t>> offsets(heads);  // per logical head i-1
@@ -91,13 +113,13 @@ Pattern build_fibottention(const MaskContext& ctx, const MaskKwargs& kw) {
     }
     if (ctx.num_prefix_tokens > 0) globals = {0};
   } else {
-    const int64_t w_min = kw.get_int("w_min", 5, 1);
-    const int64_t w_max = kw.get_int("w_max", 65, 1);
+    const int64_t w_min = kWMin.read(kw, 1);
+    const int64_t w_max = kWMax.read(kw, 1);
     if (w_min > w_max)
       throw UsageError(kw.describe("w_min") + ": w_min (" + std::to_string(w_min) + ") must be <= w_max (" +
                        std::to_string(w_max) + ")");
     const int64_t largest_offset = ctx.num_tokens - 1;
-    const bool diagonal = kw.get_bool("include_diagonal", false);  // the paper's ablation (off by default)
+    const bool diagonal = kIncludeDiagonal.read(kw);  // the paper's ablation (off by default)
     for (int64_t i = 1; i <= heads; ++i) {
       if (diagonal) offsets[i - 1].push_back(0);
       int64_t w = head_window(i, heads, w_min, w_max);
@@ -129,19 +151,18 @@ MaskGenerator fibottention_generator() {
       "fibo",
       "Fibottention: head i attends along |j-k| in Fib(a_i, b_i) (row i of the Wythoff array) up to window w_i",
       {
-          {"w_min", "5", "smallest head window (head 1)"},
-          {"w_max", "65", "largest head window (head H); w_i = w_min + floor((i-1)(w_max-w_min)/(H-1))"},
-          {"schedule", "wythoff", "`wythoff` | `wythoff_modified` (two predecessors prepended) | `fibonacci` (Fib(1,1) for every head)"},
-          {"sequence", "wythoff",
-           "ablation: `fibonacci`, `pow2`, `pow3`, `square`, `cube`, `arithmetic`, `fib_shifted`, or an explicit list of offsets"},
-          {"step", "2", "`sequence: arithmetic`: the common difference c"},
-          {"shift_per_head", "false", "`sequence: arithmetic`: head i starts at (i-1) mod c instead of c"},
-          {"shift", "0", "`sequence: fib_shifted`: head i uses Fib(i+shift, i+shift)"},
-          {"include_diagonal", "false", "ablation: every head also attends its own token (offset 0, the principal diagonal)"},
+          kWMin.doc_entry(),
+          kWMax.doc_entry(),
+          kSchedule.doc_entry(),
+          kSequence.doc_entry(),
+          kStep.doc_entry(),
+          kShiftPerHead.doc_entry(),
+          kShift.doc_entry(),
+          kIncludeDiagonal.doc_entry(),
           class_token_kwarg_doc(),
-          {"shuffle_layers", "true", "permute the heads' patterns per layer with a seeded permutation"},
-          {"seed", "0", "seed of the per-layer head permutation"},
-          {"compat", "paper", "`paper` (the definition above) | `reference` (the published code, quirks included)"},
+          kShuffleLayers.doc_entry(),
+          kSeed.doc_entry(),
+          kCompat.doc_entry(),
       },
       false,
       build_fibottention,

@@ -8,6 +8,10 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr IntKwarg kWindow{"window", 2, "half-width w: keys with |j-k| <= w"};
+constexpr IntKwarg kDilation{"dilation", 1, "only offsets that are multiples of d"};
+constexpr BoolKwarg kIncludeDiagonal{"include_diagonal", true, "keep the main diagonal j = k"};
+
 std::vector<int32_t> local_offsets(int64_t window, int64_t dilation, bool include_diagonal) {
   std::vector<int32_t> offsets;
   if (include_diagonal) offsets.push_back(0);
@@ -16,15 +20,15 @@ std::vector<int32_t> local_offsets(int64_t window, int64_t dilation, bool includ
 }
 
 Pattern build_local(const MaskContext& ctx, const MaskKwargs& kw) {
-  const int64_t dilation = kw.get_int("dilation", 1, 1);
-  const bool include_diagonal = kw.get_bool("include_diagonal", true);
+  const int64_t dilation = kDilation.read(kw, 1);
+  const bool include_diagonal = kIncludeDiagonal.read(kw);
   int given = 0;
   for (const char* k : {"window", "head_windows", "layer_windows", "pruning_ratio"}) given += kw.has(k);
   if (given > 1)
     throw UsageError("mask 'local': give only one of window, head_windows, layer_windows, pruning_ratio");
 
   const int64_t largest = ctx.num_tokens - 1;
-  std::vector<int64_t> windows(ctx.num_heads, kw.get_int("window", 2, 0));
+  std::vector<int64_t> windows(ctx.num_heads, kWindow.read(kw, 0));
   if (kw.has("head_windows")) {
     windows = kw.get_int_list("head_windows", 0);
     if (static_cast<int32_t>(windows.size()) != ctx.num_heads)
@@ -37,7 +41,7 @@ Pattern build_local(const MaskContext& ctx, const MaskKwargs& kw) {
                        std::to_string(ctx.num_layers) + "), got " + std::to_string(per_layer.size()));
     windows.assign(ctx.num_heads, per_layer[ctx.layer]);
   } else if (kw.has("pruning_ratio")) {
-    const double target = kw.get_double("pruning_ratio", 0.98, 0.0, 1.0);
+    const double target = *kw.get_optional_double("pruning_ratio", 0.0, 1.0);
     const double p2 = static_cast<double>(ctx.num_patches()) * ctx.num_patches();
     const int64_t w = closest_to_target(0, std::max<int64_t>(0, ctx.num_patches() - 1), target, [&](int64_t w) {
       return 1.0 - diagonal_patch_edges(local_offsets(w, dilation, include_diagonal), ctx.num_patches()) / p2;
@@ -67,9 +71,9 @@ MaskGenerator local_generator() {
       "local",
       "structured local / dilated window: |j-k| <= w, offsets multiples of the dilation d",
       {
-          {"window", "2", "half-width w: keys with |j-k| <= w"},
-          {"dilation", "1", "only offsets that are multiples of d"},
-          {"include_diagonal", "true", "keep the main diagonal j = k"},
+          kWindow.doc_entry(),
+          kDilation.doc_entry(),
+          kIncludeDiagonal.doc_entry(),
           {"head_windows", "", "one window per head (list of H)"},
           {"layer_windows", "", "one window per layer (list of L), e.g. growing with depth"},
           {"pruning_ratio", "", "pick the window whose pruning ratio is closest to this target"},

@@ -8,8 +8,13 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr IntKwarg kWindow{"window", 2, "half-width w (|j-k| <= w), or a list with one window per layer"};
+constexpr IntKwarg kDilation{"dilation", 2, "dilation d of the dilated heads: offsets 0, d, ..., w*d"};
+constexpr IntKwarg kDilatedHeads{"dilated_heads", 0,
+                                 "how many heads (the first ones) use the dilated window in upper layers"};
+
 Pattern build_longformer(const MaskContext& ctx, const MaskKwargs& kw) {
-  int64_t window = 2;
+  int64_t window = 0;
   if (kw.is_list("window")) {
     const auto windows = kw.get_int_list("window", 0);
     if (static_cast<int32_t>(windows.size()) != ctx.num_layers)
@@ -17,10 +22,10 @@ Pattern build_longformer(const MaskContext& ctx, const MaskKwargs& kw) {
                        std::to_string(ctx.num_layers) + "), got " + std::to_string(windows.size()));
     window = windows[ctx.layer];
   } else {
-    window = kw.get_int("window", 2, 0);
+    window = kWindow.read(kw, 0);
   }
-  const int64_t dilation = kw.get_int("dilation", 2, 1);
-  const int64_t dilated_heads = kw.get_int("dilated_heads", 0, 0, ctx.num_heads);
+  const int64_t dilation = kDilation.read(kw, 1);
+  const int64_t dilated_heads = kDilatedHeads.read(kw, 0, ctx.num_heads);
   const int64_t dilated_from = kw.get_int("dilated_from_layer", ctx.num_layers / 2, 0);
   const auto globals = class_token_globals(ctx, kw);
   const bool upper = ctx.layer >= dilated_from;
@@ -48,9 +53,9 @@ MaskGenerator longformer_generator() {
       "longformer",
       "Longformer: sliding window per layer, dilated on some heads of the upper layers, global class token",
       {
-          {"window", "2", "half-width w (|j-k| <= w), or a list with one window per layer"},
-          {"dilation", "2", "dilation d of the dilated heads: offsets 0, d, ..., w*d"},
-          {"dilated_heads", "0", "how many heads (the first ones) use the dilated window in upper layers"},
+          kWindow.doc_entry(),
+          kDilation.doc_entry(),
+          kDilatedHeads.doc_entry(),
           {"dilated_from_layer", "L/2", "first (0-based) layer whose heads may be dilated"},
           class_token_kwarg_doc(),
       },

@@ -109,15 +109,19 @@ std::vector<Pattern> build_layer_masks(const std::string& name, const AttentionG
   return layers;
 }
 
-KwargDoc class_token_kwarg_doc() {
-  return {"class_token", "global",
-          "`global`: row 0 and column 0 fully connected (models with a class token); `none`: token 0 is "
-          "treated like any other token"};
-}
+namespace {
+// The documented default, `global`, applies to models with a class token; without one the
+// fallback is `none` (and `global` is refused).
+constexpr ChoiceKwarg kClassToken{"class_token", "global",
+                                  "`global`: row 0 and column 0 fully connected (models with a class token); "
+                                  "`none`: token 0 is treated like any other token"};
+}  // namespace
+
+KwargDoc class_token_kwarg_doc() { return kClassToken.doc_entry(); }
 
 bool class_token_is_global(const MaskContext& context, const MaskKwargs& kwargs) {
-  const std::string fallback = context.num_prefix_tokens > 0 ? "global" : "none";
-  const std::string mode = kwargs.get_choice("class_token", fallback, {"global", "none"});
+  const std::string fallback = context.num_prefix_tokens > 0 ? kClassToken.fallback : "none";
+  const std::string mode = kwargs.get_choice(kClassToken.name, fallback, {"global", "none"});
   if (mode == "global" && context.num_prefix_tokens == 0)
     throw UsageError(kwargs.describe("class_token") + ": `global` needs a model with a class token");
   return mode == "global";

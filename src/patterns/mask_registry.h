@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "patterns/kwarg_declaration.h"
 #include "patterns/mask_kwargs.h"
 #include "patterns/pattern.h"
 #include "util/attention_geometry.h"
@@ -19,16 +20,10 @@ struct MaskContext : AttentionGeometry {
   int64_t layer = 0;
 };
 
-struct KwargDoc {
-  std::string name;
-  std::string default_value;  // as a user would write it; "" when required / derived
-  std::string doc;
-};
-
 struct MaskGenerator {
   std::string name;
   std::string summary;
-  std::vector<KwargDoc> kwargs;
+  std::vector<KwargDoc> kwargs;  // defaults come from the generator's kwarg declarations
   // Dynamic masks (top-k) depend on the input and have no static pattern: `build` is empty.
   bool dynamic = false;
   std::function<Pattern(const MaskContext&, const MaskKwargs&)> build;

@@ -89,8 +89,10 @@ LayerScores load_layer_scores(const std::string& path, const MaskContext& ctx) {
 
 namespace {
 
+constexpr DoubleKwarg kPruningRatio{"pruning_ratio", 0.98, "share of patch pairs to drop"};
+
 Pattern build_pruning(const MaskContext& ctx, const MaskKwargs& kw) {
-  const double target = kw.get_double("pruning_ratio", 0.98, 0.0, 1.0);
+  const double target = kPruningRatio.read(kw, 0.0, 1.0);
   if (!kw.has("scores_file"))
     throw UsageError("mask 'pruning' needs mask_kwargs.scores_file: a float32 .npy attention map [L, H, N, N] "
                      "averaged over a calibration set");
@@ -105,7 +107,7 @@ MaskGenerator pruning_generator() {
       "pruning",
       "static pruning: keep the highest-mass edges of a calibrated attention map per head, >= 1 key per row",
       {
-          {"pruning_ratio", "0.98", "share of patch pairs to drop"},
+          kPruningRatio.doc_entry(),
           {"scores_file", "", "float32 .npy attention mass [L, H, N, N] (or [H, N, N] for every layer)"},
           class_token_kwarg_doc(),
       },

@@ -12,6 +12,9 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr IntKwarg kKeysPerQuery{"keys_per_query", 4, "r, keys drawn per query"};
+constexpr IntKwarg kSeed{"seed", 0, "random seed (combined with the layer and head index)"};
+
 Pattern build_random(const MaskContext& ctx, const MaskKwargs& kw) {
   int given = 0;
   for (const char* k : {"keys_per_query", "density", "pruning_ratio"}) given += kw.has(k);
@@ -20,11 +23,12 @@ Pattern build_random(const MaskContext& ctx, const MaskKwargs& kw) {
   const auto globals = class_token_globals(ctx, kw);
   const int32_t first_key = globals.empty() ? 0 : ctx.num_prefix_tokens;  // draw among patch keys
   const int64_t candidates = ctx.num_tokens - first_key;
-  int64_t r = kw.get_int("keys_per_query", 4, 0);
-  if (kw.has("density")) r = std::llround(kw.get_double("density", 0.0, 0.0, 1.0) * candidates);
-  if (kw.has("pruning_ratio")) r = std::llround((1.0 - kw.get_double("pruning_ratio", 0.98, 0.0, 1.0)) * candidates);
+  int64_t r = kKeysPerQuery.read(kw, 0);
+  if (kw.has("density")) r = std::llround(*kw.get_optional_double("density", 0.0, 1.0) * candidates);
+  if (kw.has("pruning_ratio"))
+    r = std::llround((1.0 - *kw.get_optional_double("pruning_ratio", 0.0, 1.0)) * candidates);
   r = std::min(r, candidates);
-  const uint64_t seed = static_cast<uint64_t>(kw.get_int("seed", 0, 0));
+  const uint64_t seed = static_cast<uint64_t>(kSeed.read(kw, 0));
 
   Pattern pattern(ctx.num_tokens, ctx.num_heads, ctx.num_prefix_tokens);
   for (int32_t h = 0; h < ctx.num_heads; ++h) {
@@ -49,10 +53,10 @@ MaskGenerator random_generator() {
       "random",
       "random: every query attends to r keys drawn uniformly without replacement (fixed per seed)",
       {
-          {"keys_per_query", "4", "r, keys drawn per query"},
+          kKeysPerQuery.doc_entry(),
           {"density", "", "r = round(density * candidate keys) instead of keys_per_query"},
           {"pruning_ratio", "", "r = round((1 - pruning_ratio) * patch tokens)"},
-          {"seed", "0", "random seed (combined with the layer and head index)"},
+          kSeed.doc_entry(),
           class_token_kwarg_doc(),
       },
       false,

@@ -16,11 +16,14 @@
 namespace sparsevit::patterns {
 namespace {
 
+constexpr ChoiceKwarg kMode{"mode", "strided", "`strided` | `fixed`"};
+constexpr IntKwarg kSummary{"summary", 1, "`fixed`: the last c tokens of every block are attended by all queries"};
+
 Pattern build_sparse_transformer(const MaskContext& ctx, const MaskKwargs& kw) {
-  const std::string mode = kw.get_choice("mode", "strided", {"strided", "fixed"});
+  const std::string mode = kMode.read(kw, {"strided", "fixed"});
   const int64_t default_stride = static_cast<int64_t>(isqrt(static_cast<uint64_t>(ctx.num_tokens - 1))) + 1;
   const int64_t stride = kw.get_int("stride", default_stride, 1);  // default ceil(sqrt(N)) for N > 1
-  const int64_t summary = kw.get_int("summary", 1, 1, stride);
+  const int64_t summary = kSummary.read(kw, 1, stride);
   const int64_t local_width = kw.get_int("local", stride, 1);
   if (mode == "fixed" && kw.has("local"))
     throw UsageError(kw.describe("local") + ": only `mode: strided` has a local width (`fixed` uses its blocks)");
@@ -68,10 +71,10 @@ MaskGenerator sparse_transformer_generator() {
       "sparse_transformer",
       "Sparse Transformer (Child et al. 2019), bidirectional: half the heads local, half strided / summary",
       {
-          {"mode", "strided", "`strided` | `fixed`"},
+          kMode.doc_entry(),
           {"stride", "ceil(sqrt(N))", "l: stride of the strided heads (strided), block length (fixed)"},
           {"local", "stride", "`strided`: the local heads attend |j-k| < local (the paper ties it to the stride)"},
-          {"summary", "1", "`fixed`: the last c tokens of every block are attended by all queries"},
+          kSummary.doc_entry(),
           class_token_kwarg_doc(),
       },
       false,
