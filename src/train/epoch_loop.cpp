@@ -33,7 +33,7 @@ EpochsRun run_epochs(TrainTask& task, TrainState& state, data::BatchSource& load
                              {"epoch_seconds", seconds},
                              {"attention_gflops", train.attention_gflops}};
     record[hooks.throughput_key] = train.train_seconds > 0 ? train.images / train.train_seconds : 0.0;  // all ranks
-    record.update(report.fields);
+    if (!report.fields.is_null()) record.update(report.fields);  // EpochReport{{}, text}: no fields
     process.out() << fmt::format("Epoch {}/{}: {}  ({:.1f} s)", epoch + 1, epochs, report.text, seconds) << std::endl;
     if (metrics) metrics->append(record);
     const std::string written = save_epoch_checkpoints(state, checkpoints, epoch, process);
