@@ -15,19 +15,6 @@ from . import config as _config
 from . import patterns as _patterns
 from .ops import sparse_attention
 
-_LAYER_CACHE = {}
-
-
-def _layer_pattern(attn_cfg, overrides, tokens, heads, layers, head_dim, prefix_tokens, layer):
-    """The (row_ptr, col_idx) of `layer` for a sequence of `tokens`, or None (dense); every
-    layer's patterns are built in one call and cached per geometry."""
-    yaml, source = _config.read(attn_cfg)
-    key = (yaml, source, tuple(overrides), tokens, heads, layers, head_dim, prefix_tokens)
-    if key not in _LAYER_CACHE:
-        _LAYER_CACHE[key] = _patterns.build_all(attn_cfg, tokens, heads, layers, head_dim, prefix_tokens, overrides)
-    p = _LAYER_CACHE[key][layer]
-    return None if p is None else (p.row_ptr, p.col_idx)
-
 
 def _uses_sparse_operator(spec):
     """Static patterns of backend vit (and dense vit) run here through the sparse operator."""
@@ -128,8 +115,8 @@ class SparseAttention(nn.Module):
 
     def pattern(self, tokens):
         """(row_ptr, col_idx) for a sequence of `tokens`, or None when the layer is dense."""
-        return _layer_pattern(self.attn_cfg, self.overrides, tokens, self.num_heads, self.num_layers, self.head_dim,
-                              self.num_prefix_tokens, self.layer)
+        return _patterns.cached_layer(self.attn_cfg, tokens, self.num_heads, self.num_layers, self.head_dim,
+                                      self.num_prefix_tokens, self.layer, self.overrides)
 
     def attend(self, q, k, v):
         """q, k, v [B, H, N, D] -> [B, H, N, D]."""

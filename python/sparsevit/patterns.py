@@ -41,6 +41,21 @@ def build_all(config, tokens, heads, layers, head_dim=64, prefix_tokens=1, overr
     return [None if d is None else LayerPattern(d, heads, tokens) for d in built]
 
 
+# Every layer's patterns per (config, overrides, geometry): modules of one model share a build.
+_LAYER_CACHE = {}
+
+
+def cached_layer(config, tokens, heads, layers, head_dim, prefix_tokens, layer, overrides=()):
+    """(row_ptr, col_idx) of `layer`, or None (dense), as build() gives it; every layer of the
+    geometry is built in one call and cached until a mask is registered again."""
+    yaml, source = _config.read(config)
+    key = (yaml, source, tuple(overrides), tokens, heads, layers, head_dim, prefix_tokens)
+    if key not in _LAYER_CACHE:
+        _LAYER_CACHE[key] = build_all(config, tokens, heads, layers, head_dim, prefix_tokens, overrides)
+    p = _LAYER_CACHE[key][layer]
+    return None if p is None else (p.row_ptr, p.col_idx)
+
+
 def build(config, tokens, heads, layer=0, layers=None, head_dim=64, prefix_tokens=1, overrides=()):
     """(row_ptr, col_idx) of one layer (None for a dense layer). Layers differ by their head
     shuffle, so `layers` (default layer + 1) must be the model's depth for schedules that use it."""
@@ -104,8 +119,7 @@ def register_mask(name, fn, summary="registered from Python"):
 
     core().register_mask(name, build, kwarg_names, summary)
     # Cached patterns of an earlier mask of the same name are stale now.
-    from . import nn as _nn
-    _nn._LAYER_CACHE.clear()
+    _LAYER_CACHE.clear()
 
 
 def save_file(path, layers):

@@ -52,3 +52,23 @@ def test_patch_model_uses_a_registered_mask():
     s = (q @ k.transpose(-2, -1)) * 8 ** -0.5
     ref = attn.proj((s.masked_fill(~stripes(17, 2, 0, 3), float("-inf")).softmax(-1) @ v).transpose(1, 2).reshape(2, 17, 16))
     assert torch.allclose(attn(x), ref, atol=1e-12)
+
+
+
+def csr_to_dense(row_ptr, col_idx):
+    heads, tokens = row_ptr.shape[0], row_ptr.shape[1] - 1
+    mask = torch.zeros(heads, tokens, tokens, dtype=torch.bool)
+    for h in range(heads):
+        for q in range(tokens):
+            mask[h, q, col_idx[h, row_ptr[h, q]:row_ptr[h, q + 1]].long()] = True
+    return mask
+
+
+def test_registering_a_mask_again_replaces_the_patterns_modules_cached():
+    # SparseAttention's patterns come from the cache in sparsevit.patterns, which registering clears.
+    sparsevit.patterns.register_mask("py_stripes", stripes)
+    attn = sparsevit.nn.SparseAttention(16, 2, attn_cfg=STRIPES, layer=0, num_layers=1)
+    assert torch.equal(csr_to_dense(*attn.pattern(17)), stripes(17, 2, 0, period=3))
+    sparsevit.patterns.register_mask("py_stripes", lambda tokens, heads, layer, period=2: stripes(tokens, heads, layer, 1))
+    assert torch.equal(csr_to_dense(*attn.pattern(17)), stripes(17, 2, 0, period=1))
+    sparsevit.patterns.register_mask("py_stripes", stripes)
