@@ -1,5 +1,6 @@
 // Shared helpers of the operator tests: random CSR patterns, the float64 reference with its
-// gradients, and tolerance checks that print the worst element.
+// gradients, tolerance checks that print the worst element, error-message checks, and the
+// parameters of direct calls to the plain-pointer CPU kernels.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -12,8 +13,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ops/cpu/sparse_attention_cpu_kernels.h"
 #include "ops/masked_attention_reference.h"
 #include "ops/sparse_attention.h"
 #include "ops/sparse_attention_inputs.h"
@@ -191,6 +194,121 @@ inline void expect_matches_finite_differences(const at::Tensor& input, const at:
     const double numeric = (up - down) / (2 * eps);
     EXPECT_NEAR(g[i].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric)) << what << " elem " << i;
   }
+}
+
+// Expects `f` to throw a c10::Error whose message contains `fragment`.
+inline void expect_error(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+// ---- direct calls of the plain-pointer CPU kernels -------------------------------------------
+
+// The kernel table of every instruction set this CPU runs: the dispatcher only ever uses the
+// widest, so the tests call each one directly.
+inline std::vector<const cpu::KernelTable*> compiled_kernel_tables() {
+  std::vector<const cpu::KernelTable*> tables = {&cpu::kernel_table_default()};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) tables.push_back(&cpu::kernel_table_avx2());
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma")) {
+    tables.push_back(&cpu::kernel_table_avx512());
+  }
+  return tables;
+}
+
+// `t`'s data as the kernels' storage type S: float, double, or the raw bits of a bfloat16 tensor
+// (the dtype is checked in every case).
+template <typename S>
+S* storage_ptr(const at::Tensor& t) {
+  if constexpr (std::is_same_v<S, cpu::BFloat16Bits>) {
+    TORCH_CHECK(t.scalar_type() == at::kBFloat16, "expected a bfloat16 tensor, got ", t.scalar_type());
+    return static_cast<S*>(t.data_ptr());
+  } else {
+    return t.data_ptr<S>();
+  }
+}
+
+// The plain-pointer view of a detected diagonal structure (valid while `plan` lives).
+inline cpu::DiagonalPlan diagonal_plan_view(const DiagonalPlanTensors& plan) {
+  cpu::DiagonalPlan d;
+  d.delta_ptr = plan.delta_ptr.data_ptr<int32_t>();
+  d.deltas = plan.deltas.data_ptr<int32_t>();
+  d.global_ptr = plan.global_ptr.data_ptr<int32_t>();
+  d.globals = plan.globals.data_ptr<int32_t>();
+  d.is_global = plan.is_global.data_ptr<uint8_t>();
+  d.global_pos = plan.global_pos.data_ptr<int32_t>();
+  return d;
+}
+
+// Forward parameters over contiguous [B, H, N, D] tensors q, k, v and out (storage S), lse
+// [B, H, N] (compute type T) and the prepared CSR `ci` of `shape`; `diag` only matters to the
+// *_diagonal kernels. The tensors must outlive the parameters.
+template <typename T, typename S = T>
+cpu::ForwardParams<T, S> forward_params_for(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                            const at::Tensor& out, const at::Tensor& lse, const CsrIndices& ci,
+                                            const AttentionShape& shape, T scale, const cpu::DiagonalPlan& diag = {}) {
+  const int64_t H = shape.layer.num_heads, N = shape.layer.num_tokens, D = shape.layer.head_dim;
+  using In = cpu::TokenTensor<const S>;
+  cpu::ForwardParams<T, S> p;
+  p.q = In::dense(storage_ptr<S>(q), H, N, D);
+  p.k = In::dense(storage_ptr<S>(k), H, N, D);
+  p.v = In::dense(storage_ptr<S>(v), H, N, D);
+  p.out = cpu::TokenTensor<S>::dense(storage_ptr<S>(out), H, N, D);
+  p.lse = lse.data_ptr<T>();
+  p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
+  p.col_idx = ci.col_idx.data_ptr<int32_t>();
+  p.heads = H;
+  p.tokens = N;
+  p.dim = D;
+  p.nnz_stride = shape.nnz_stride;
+  p.scale = scale;
+  p.diag = diag;
+  return p;
+}
+
+// Backward parameters for the forward call `p` (same q, k, v, out, lse, CSR, diagonal plan and
+// scale): grad_out and the gradients dq, dk, dv (storage S, [B, H, N, D]), the per-edge
+// workspaces [B*H, nnz_stride] and the transposed CSR; the per-slot workspaces
+// [B*H, slot_stride] only for the *_diagonal kernels (undefined: null).
+template <typename T, typename S>
+cpu::BackwardParams<T, S> backward_params_for(const cpu::ForwardParams<T, S>& p, const at::Tensor& grad_out,
+                                              const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                              const at::Tensor& edge_p, const at::Tensor& edge_ds,
+                                              const TransposedCsr& tc, const at::Tensor& slot_p = {},
+                                              const at::Tensor& slot_ds = {}, int64_t slot_stride = 0) {
+  const int64_t H = p.heads, N = p.tokens, D = p.dim;
+  cpu::BackwardParams<T, S> b;
+  b.q = p.q;
+  b.k = p.k;
+  b.v = p.v;
+  b.out = p.out;
+  b.grad_out = cpu::TokenTensor<const S>::dense(storage_ptr<S>(grad_out), H, N, D);
+  b.lse = p.lse;
+  b.grad_q = cpu::TokenTensor<S>::dense(storage_ptr<S>(dq), H, N, D);
+  b.grad_k = cpu::TokenTensor<S>::dense(storage_ptr<S>(dk), H, N, D);
+  b.grad_v = cpu::TokenTensor<S>::dense(storage_ptr<S>(dv), H, N, D);
+  b.edge_p = edge_p.data_ptr<T>();
+  b.edge_ds = edge_ds.data_ptr<T>();
+  b.diag = p.diag;
+  b.slot_p = slot_p.defined() ? slot_p.data_ptr<T>() : nullptr;
+  b.slot_ds = slot_ds.defined() ? slot_ds.data_ptr<T>() : nullptr;
+  b.slot_stride = slot_stride;
+  b.row_ptr = p.row_ptr;
+  b.col_idx = p.col_idx;
+  b.t_row_ptr = tc.row_ptr.data_ptr<int32_t>();
+  b.t_query = tc.query.data_ptr<int32_t>();
+  b.t_edge = tc.edge.data_ptr<int32_t>();
+  b.heads = H;
+  b.tokens = N;
+  b.dim = D;
+  b.nnz_stride = p.nnz_stride;
+  b.scale = p.scale;
+  return b;
 }
 
 }  // namespace sparsevit::ops::testing

@@ -311,35 +311,12 @@ Result run_table(const cpu::KernelFns<float, S>& fns, bool diagonal, const at::T
   const CsrIndices ci = prepare_csr("test", csr.row_ptr, csr.col_idx, shape);
   const TransposedCsr tc = transpose_csr(ci, shape);
   const auto plan = detect_diagonal_structure(ci, shape);
-  cpu::DiagonalPlan d;
-  if (diagonal) {
-    d.delta_ptr = plan->delta_ptr.data_ptr<int32_t>();
-    d.deltas = plan->deltas.data_ptr<int32_t>();
-    d.global_ptr = plan->global_ptr.data_ptr<int32_t>();
-    d.globals = plan->globals.data_ptr<int32_t>();
-    d.is_global = plan->is_global.data_ptr<uint8_t>();
-    d.global_pos = plan->global_pos.data_ptr<int32_t>();
-  }
-  using TT = cpu::TokenTensor<const S>;
-  auto ptr = [](const at::Tensor& t) { return static_cast<S*>(t.data_ptr()); };
+  const cpu::DiagonalPlan d = diagonal ? diagonal_plan_view(*plan) : cpu::DiagonalPlan{};
   const auto fopts = at::TensorOptions().dtype(at::kFloat);
   Result r;
   r.out = at::empty_like(q);
   at::Tensor lse = at::empty({B, H, N}, fopts);
-  cpu::ForwardParams<float, S> p;
-  p.q = TT::dense(ptr(q), H, N, D);
-  p.k = TT::dense(ptr(k), H, N, D);
-  p.v = TT::dense(ptr(v), H, N, D);
-  p.out = cpu::TokenTensor<S>::dense(ptr(r.out), H, N, D);
-  p.lse = lse.data_ptr<float>();
-  p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
-  p.col_idx = ci.col_idx.data_ptr<int32_t>();
-  p.heads = H;
-  p.tokens = N;
-  p.dim = D;
-  p.nnz_stride = shape.nnz_stride;
-  p.scale = scale;
-  p.diag = d;
+  const cpu::ForwardParams<float, S> p = forward_params_for<float, S>(q, k, v, r.out, lse, ci, shape, scale, d);
   std::vector<float> scratch(N + 64);
   auto fwd = diagonal ? fns.forward_rows_diagonal : fns.forward_rows;
   fwd(p, 0, 37, scratch.data());
@@ -350,32 +327,7 @@ Result run_table(const cpu::KernelFns<float, S>& fns, bool diagonal, const at::T
   at::Tensor ep = at::empty({B * H, shape.nnz_stride}, fopts), eds = at::empty({B * H, shape.nnz_stride}, fopts);
   const int64_t slots = diagonal ? plan->max_slots * N : 1;
   at::Tensor sp = at::empty({B * H, slots}, fopts), sds = at::empty({B * H, slots}, fopts);
-  cpu::BackwardParams<float, S> b;
-  b.q = p.q;
-  b.k = p.k;
-  b.v = p.v;
-  b.out = p.out;
-  b.grad_out = TT::dense(ptr(go), H, N, D);
-  b.lse = p.lse;
-  b.grad_q = cpu::TokenTensor<S>::dense(ptr(r.dq), H, N, D);
-  b.grad_k = cpu::TokenTensor<S>::dense(ptr(r.dk), H, N, D);
-  b.grad_v = cpu::TokenTensor<S>::dense(ptr(r.dv), H, N, D);
-  b.edge_p = ep.data_ptr<float>();
-  b.edge_ds = eds.data_ptr<float>();
-  b.diag = d;
-  b.slot_p = sp.data_ptr<float>();
-  b.slot_ds = sds.data_ptr<float>();
-  b.slot_stride = slots;
-  b.row_ptr = p.row_ptr;
-  b.col_idx = p.col_idx;
-  b.t_row_ptr = tc.row_ptr.data_ptr<int32_t>();
-  b.t_query = tc.query.data_ptr<int32_t>();
-  b.t_edge = tc.edge.data_ptr<int32_t>();
-  b.heads = H;
-  b.tokens = N;
-  b.dim = D;
-  b.nnz_stride = shape.nnz_stride;
-  b.scale = scale;
+  const cpu::BackwardParams<float, S> b = backward_params_for(p, go, r.dq, r.dk, r.dv, ep, eds, tc, sp, sds, slots);
   auto qrows = diagonal ? fns.backward_query_rows_diagonal : fns.backward_query_rows;
   auto krows = diagonal ? fns.backward_key_rows_diagonal : fns.backward_key_rows;
   qrows(b, 0, 29);
@@ -387,13 +339,7 @@ Result run_table(const cpu::KernelFns<float, S>& fns, bool diagonal, const at::T
 
 TEST(SparseAttentionBf16, EveryCompiledInstructionSetGeneralAndStructured) {
   at::manual_seed(75);
-  std::vector<const cpu::KernelTable*> tables = {&cpu::kernel_table_default()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) tables.push_back(&cpu::kernel_table_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma")) {
-    tables.push_back(&cpu::kernel_table_avx512());
-  }
+  const std::vector<const cpu::KernelTable*> tables = compiled_kernel_tables();
   std::cout << "[   info   ] instruction sets checked: " << tables.size() << "\n";
   const int64_t B = 2, H = 2, N = 43;
   for (const bool diagonal : {false, true}) {

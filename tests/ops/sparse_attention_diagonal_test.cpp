@@ -293,32 +293,12 @@ void check_tables_diagonal(const std::vector<const cpu::KernelTable*>& tables, i
   const TransposedCsr tc = transpose_csr(ci, shape);
   const auto plan = detect_diagonal_structure(ci, shape);
   ASSERT_TRUE(plan.has_value());
-  cpu::DiagonalPlan d;
-  d.delta_ptr = plan->delta_ptr.data_ptr<int32_t>();
-  d.deltas = plan->deltas.data_ptr<int32_t>();
-  d.global_ptr = plan->global_ptr.data_ptr<int32_t>();
-  d.globals = plan->globals.data_ptr<int32_t>();
-  d.is_global = plan->is_global.data_ptr<uint8_t>();
-  d.global_pos = plan->global_pos.data_ptr<int32_t>();
-  using TT = cpu::TokenTensor<const T>;
+  const cpu::DiagonalPlan d = diagonal_plan_view(*plan);
   for (const cpu::KernelTable* t : tables) {
     const cpu::KernelFns<T>& fns = fns_of<T>(*t);
     const std::string what = std::string(t->isa) + " " + c10::toString(dtype) + " D=" + std::to_string(D);
     at::Tensor out = at::empty_like(q), lse = at::empty({B, H, N}, opts);
-    cpu::ForwardParams<T> p;
-    p.q = TT::dense(q.data_ptr<T>(), H, N, D);
-    p.k = TT::dense(k.data_ptr<T>(), H, N, D);
-    p.v = TT::dense(v.data_ptr<T>(), H, N, D);
-    p.out = cpu::TokenTensor<T>::dense(out.data_ptr<T>(), H, N, D);
-    p.lse = lse.data_ptr<T>();
-    p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
-    p.col_idx = ci.col_idx.data_ptr<int32_t>();
-    p.heads = H;
-    p.tokens = N;
-    p.dim = D;
-    p.nnz_stride = shape.nnz_stride;
-    p.scale = T(0.3);
-    p.diag = d;
+    const cpu::ForwardParams<T> p = forward_params_for<T>(q, k, v, out, lse, ci, shape, T(0.3), d);
     std::vector<T> scratch(N + 64);
     fns.forward_rows_diagonal(p, 0, 37, scratch.data());
     fns.forward_rows_diagonal(p, 37, B * H * N, scratch.data());
@@ -327,32 +307,8 @@ void check_tables_diagonal(const std::vector<const cpu::KernelTable*>& tables, i
     at::Tensor dq = at::empty_like(q), dk = at::empty_like(q), dv = at::empty_like(q);
     at::Tensor ep = at::empty({B * H, shape.nnz_stride}, opts), eds = at::empty({B * H, shape.nnz_stride}, opts);
     at::Tensor sp = at::empty({B * H, plan->max_slots * N}, opts), sds = at::empty({B * H, plan->max_slots * N}, opts);
-    cpu::BackwardParams<T> b;
-    b.q = p.q;
-    b.k = p.k;
-    b.v = p.v;
-    b.out = p.out;
-    b.grad_out = TT::dense(go.data_ptr<T>(), H, N, D);
-    b.lse = p.lse;
-    b.grad_q = cpu::TokenTensor<T>::dense(dq.data_ptr<T>(), H, N, D);
-    b.grad_k = cpu::TokenTensor<T>::dense(dk.data_ptr<T>(), H, N, D);
-    b.grad_v = cpu::TokenTensor<T>::dense(dv.data_ptr<T>(), H, N, D);
-    b.edge_p = ep.data_ptr<T>();
-    b.edge_ds = eds.data_ptr<T>();
-    b.diag = d;
-    b.slot_p = sp.data_ptr<T>();
-    b.slot_ds = sds.data_ptr<T>();
-    b.slot_stride = plan->max_slots * N;
-    b.row_ptr = p.row_ptr;
-    b.col_idx = p.col_idx;
-    b.t_row_ptr = tc.row_ptr.data_ptr<int32_t>();
-    b.t_query = tc.query.data_ptr<int32_t>();
-    b.t_edge = tc.edge.data_ptr<int32_t>();
-    b.heads = H;
-    b.tokens = N;
-    b.dim = D;
-    b.nnz_stride = shape.nnz_stride;
-    b.scale = T(0.3);
+    const cpu::BackwardParams<T> b =
+        backward_params_for(p, go, dq, dk, dv, ep, eds, tc, sp, sds, plan->max_slots * N);
     fns.backward_query_rows_diagonal(b, 0, 29);
     fns.backward_query_rows_diagonal(b, 29, B * H * N);
     fns.backward_key_rows_diagonal(b, 0, 53);
@@ -365,13 +321,7 @@ void check_tables_diagonal(const std::vector<const cpu::KernelTable*>& tables, i
 
 TEST(SparseAttentionDiagonal, EveryCompiledInstructionSetAgrees) {
   at::manual_seed(56);
-  std::vector<const cpu::KernelTable*> tables = {&cpu::kernel_table_default()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) tables.push_back(&cpu::kernel_table_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma")) {
-    tables.push_back(&cpu::kernel_table_avx512());
-  }
+  const std::vector<const cpu::KernelTable*> tables = compiled_kernel_tables();
   for (const int64_t D : {16, 32, 128}) {
     check_tables_diagonal<float>(tables, D);
     check_tables_diagonal<double>(tables, D);

@@ -246,13 +246,7 @@ TEST(SparseAttentionEdgeCases, IndexDtypesAndKeyOrderAgree) {
 // the pattern has long rows (> 64 keys, per-row path) next to short and empty ones.
 TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
   at::manual_seed(19);
-  std::vector<const cpu::KernelTable*> tables = {&cpu::kernel_table_default()};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) tables.push_back(&cpu::kernel_table_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma")) {
-    tables.push_back(&cpu::kernel_table_avx512());
-  }
+  const std::vector<const cpu::KernelTable*> tables = compiled_kernel_tables();
   for (const int64_t D : {21, 64}) {
     const int64_t B = 2, H = 2, N = 83;
     // 0..11 random keys per row; rows 5 and 40 of head 0 attend to every key (long rows).
@@ -276,19 +270,7 @@ TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
     const TransposedCsr tc = transpose_csr(ci, shape);
     for (const cpu::KernelTable* t : tables) {
       at::Tensor out = at::empty_like(q), lse = at::empty({B, H, N});
-      cpu::ForwardParams<float> p;
-      p.q = cpu::TokenTensor<const float>::dense(q.data_ptr<float>(), H, N, D);
-      p.k = cpu::TokenTensor<const float>::dense(k.data_ptr<float>(), H, N, D);
-      p.v = cpu::TokenTensor<const float>::dense(v.data_ptr<float>(), H, N, D);
-      p.out = cpu::TokenTensor<float>::dense(out.data_ptr<float>(), H, N, D);
-      p.lse = lse.data_ptr<float>();
-      p.row_ptr = ci.row_ptr.data_ptr<int32_t>();
-      p.col_idx = ci.col_idx.data_ptr<int32_t>();
-      p.heads = H;
-      p.tokens = N;
-      p.dim = D;
-      p.nnz_stride = shape.nnz_stride;
-      p.scale = 0.3f;
+      const cpu::ForwardParams<float> p = forward_params_for<float>(q, k, v, out, lse, ci, shape, 0.3f);
       std::vector<float> scratch(N + 64);
       // Odd split points: blocks never straddle a call, results must not depend on it.
       t->f32.forward_rows(p, 0, 37, scratch.data());
@@ -298,28 +280,7 @@ TEST(SparseAttentionEdgeCases, EveryCompiledInstructionSetAgrees) {
 
       at::Tensor dq = at::empty_like(q), dk = at::empty_like(q), dv = at::empty_like(q);
       at::Tensor ep = at::empty({B * H, shape.nnz_stride}), eds = at::empty({B * H, shape.nnz_stride});
-      cpu::BackwardParams<float> b;
-      b.q = p.q;
-      b.k = p.k;
-      b.v = p.v;
-      b.out = p.out;
-      b.grad_out = cpu::TokenTensor<const float>::dense(go.data_ptr<float>(), H, N, D);
-      b.lse = p.lse;
-      b.grad_q = cpu::TokenTensor<float>::dense(dq.data_ptr<float>(), H, N, D);
-      b.grad_k = cpu::TokenTensor<float>::dense(dk.data_ptr<float>(), H, N, D);
-      b.grad_v = cpu::TokenTensor<float>::dense(dv.data_ptr<float>(), H, N, D);
-      b.edge_p = ep.data_ptr<float>();
-      b.edge_ds = eds.data_ptr<float>();
-      b.row_ptr = p.row_ptr;
-      b.col_idx = p.col_idx;
-      b.t_row_ptr = tc.row_ptr.data_ptr<int32_t>();
-      b.t_query = tc.query.data_ptr<int32_t>();
-      b.t_edge = tc.edge.data_ptr<int32_t>();
-      b.heads = H;
-      b.tokens = N;
-      b.dim = D;
-      b.nnz_stride = shape.nnz_stride;
-      b.scale = 0.3f;
+      const cpu::BackwardParams<float> b = backward_params_for(p, go, dq, dk, dv, ep, eds, tc);
       t->f32.backward_query_rows(b, 0, B * H * N);
       t->f32.backward_key_rows(b, 0, B * H * N);
       EXPECT_TRUE(all_close(dq, want.dq, 1e-3, 1e-4, what + " dq"));
@@ -360,15 +321,6 @@ TEST(SparseAttentionEdgeCases, MemoryIsLinearInEdges) {
   EXPECT_GT(small, 0);
   EXPECT_LT(large, 10 * small);
   EXPECT_LT(large, 2 * 512 * 512 * 4);  // less than the float32 scores of the two heads
-}
-
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 TEST(SparseAttentionEdgeCases, InvalidInputsAreRejectedWithClearMessages) {

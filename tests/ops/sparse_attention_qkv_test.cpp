@@ -167,15 +167,6 @@ TEST(SparseAttentionQkv, FiniteDifferenceGradcheckFloat64) {
   expect_matches_finite_differences(qkv, g, loss, "qkv");
 }
 
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing '" << fragment << "'";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
-
 TEST(SparseAttentionQkv, InvalidInputsAndDoubleBackwardGiveClearErrors) {
   const Csr csr = random_csr(2, 4, 1, 3, 46);
   const at::Tensor qkv = at::randn({1, 4, 3 * 2 * 8});
