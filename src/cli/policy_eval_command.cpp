@@ -8,9 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
-#include "train/checkpoint.h"
 #include "pipelines/policy_checkpoint.h"
 #include "pipelines/policy_eval.h"
+#include "train/checkpoint.h"
 #include "util/atomic_file.h"
 
 namespace sparsevit::cli {

@@ -3,12 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/masked_autoencoder.h"
-#include "models/vision_transformer.h"
-#include "train/checkpoint.h"
 #include "models/model_description.h"
-#include "pipelines/checkpoint_model.h"
 #include "models/pretrained_weights.h"
+#include "models/vision_transformer.h"
+#include "pipelines/checkpoint_model.h"
 #include "pipelines/pretrain.h"
+#include "train/checkpoint.h"
 #include "util/errors.h"
 #include "weights/weight_file.h"
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "models/pos_embed.h"
 #include "models/classifier.h"
+#include "models/pos_embed.h"
 #include "models/vision_transformer.h"
 #include "util/errors.h"
 #include "weights/weight_file.h"

@@ -2,10 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/checkpoint.h"
-#include "train/model_ema.h"
 #include "pipelines/checkpoint_model.h"
 #include "pipelines/run_setup.h"
+#include "train/checkpoint.h"
+#include "train/model_ema.h"
 #include "util/errors.h"
 
 namespace sparsevit::pipelines {

@@ -12,8 +12,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "models/model_description.h"
-#include "policy/diffusion_policy.h"
 #include "pipelines/train_config.h"
+#include "policy/diffusion_policy.h"
 
 namespace sparsevit::train {
 class LoadedCheckpoint;

@@ -14,11 +14,11 @@
 #include "data/transforms.h"
 #include "models/mae_registry.h"
 #include "models/masked_autoencoder.h"
+#include "pipelines/checkpoint_model.h"
+#include "pipelines/run_setup.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/metrics_log.h"
-#include "pipelines/checkpoint_model.h"
-#include "pipelines/run_setup.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
 

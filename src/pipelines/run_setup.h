@@ -4,7 +4,6 @@
 
 #include <optional>
 #include <string>
-
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,11 +12,11 @@
 #include "data/data_loader.h"
 #include "data/transforms.h"
 #include "models/model_registry.h"
+#include "pipelines/train_config.h"
 #include "train/engine.h"
 #include "train/epoch_loop.h"
 #include "train/metrics_log.h"
 #include "train/process_context.h"
-#include "pipelines/train_config.h"
 
 namespace sparsevit::pipelines {
 

@@ -10,8 +10,8 @@
 #include "data/transforms.h"
 #include "data/video_clip_dataset.h"
 #include "data/video_sampling.h"
-#include "train/engine.h"
 #include "pipelines/train_config.h"
+#include "train/engine.h"
 
 namespace sparsevit::pipelines {
 

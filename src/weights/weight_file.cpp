@@ -6,8 +6,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "weights/checkpoint_file.h"
 #include "util/errors.h"
+#include "weights/checkpoint_file.h"
 #include "weights/pth_file.h"
 #include "weights/safetensors_file.h"
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "weights/checkpoint_file.h"
 #include "util/errors.h"
+#include "weights/checkpoint_file.h"
 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

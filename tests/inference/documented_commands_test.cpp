@@ -10,8 +10,8 @@
 
 #include "data/image_codec.h"
 #include "models/model_registry.h"
-#include "support/cli_runner.h"
 #include "models/pretrained_weights.h"
+#include "support/cli_runner.h"
 #include "weights/weight_file.h"
 
 namespace sparsevit {

@@ -14,9 +14,9 @@
 #include "config/attention_spec.h"
 #include "models/model_registry.h"
 #include "models/vision_transformer.h"
+#include "pipelines/checkpoint_model.h"
 #include "support/synthetic_training.h"
 #include "train/checkpoint.h"
-#include "pipelines/checkpoint_model.h"
 #include "util/errors.h"
 
 namespace sparsevit::pipelines {

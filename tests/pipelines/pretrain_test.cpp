@@ -12,10 +12,10 @@
 
 #include "models/masked_autoencoder.h"
 #include "models/model_registry.h"
+#include "models/pretrained_weights.h"
+#include "pipelines/finetune.h"
 #include "support/synthetic_training.h"
 #include "train/checkpoint.h"
-#include "pipelines/finetune.h"
-#include "models/pretrained_weights.h"
 #include "weights/weight_file.h"
 
 namespace sparsevit::pipelines {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "support/synthetic_idx.h"
 #include "pipelines/train_config.h"
+#include "support/synthetic_idx.h"
 
 namespace sparsevit::testing {
 

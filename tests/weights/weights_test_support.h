@@ -13,8 +13,8 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "weights/named_tensors.h"
 #include "util/errors.h"
+#include "weights/named_tensors.h"
 
 namespace sparsevit::weights::testing {
 
