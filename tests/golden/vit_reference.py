@@ -1,5 +1,5 @@
 """An independent float64 reference of the Vision Transformer as timm builds it, for the
-golden tests (tests/models/vit_golden_test.cpp, tests/trainer/training_trajectory_golden_test.cpp).
+golden tests (tests/models/vit_golden_test.cpp, tests/train/training_trajectory_golden_test.cpp).
 
 Written from the paper (Dosovitskiy et al. 2021) and timm's VisionTransformer semantics, with
 explicit formulas instead of torch.nn modules, so a change in sparsevit's C++ model cannot

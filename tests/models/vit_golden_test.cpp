@@ -80,7 +80,7 @@ TEST(VitGolden, Float32LogitsMatchTheReference) {
 }
 
 // The loss the logits give (plain cross-entropy here; the trainer's label-smoothing loss is
-// checked against the same fixture in tests/trainer/training_trajectory_golden_test.cpp).
+// checked against the same fixture in tests/train/training_trajectory_golden_test.cpp).
 TEST(VitGolden, CrossEntropyOfTheLogitsMatchesTheReference) {
   const at::Tensor labels = at::tensor(kForwardLabels, at::kLong);
   for (const auto& c : kVitForwardCases) {
