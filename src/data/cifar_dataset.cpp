@@ -3,8 +3,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "data/file_bytes.h"
 #include "util/errors.h"
+#include "util/file_bytes.h"
 
 namespace sparsevit::data {
 

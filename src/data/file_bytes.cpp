@@ -2,42 +2,15 @@
 
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <limits>
-#include <memory>
+#include <algorithm>
 
 #include "util/errors.h"
+#include "util/file_bytes.h"
 
 namespace sparsevit::data {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  struct Closer {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, Closer> file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw RuntimeError("cannot open '" + path + "': " + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  if (std::fseek(file.get(), 0, SEEK_END) == 0) {
-    const long size = std::ftell(file.get());
-    if (size > 0) bytes.reserve(static_cast<std::size_t>(size));
-    std::rewind(file.get());
-  }
-  uint8_t buffer[1 << 16];
-  while (true) {
-    const std::size_t n = std::fread(buffer, 1, sizeof(buffer), file.get());
-    bytes.insert(bytes.end(), buffer, buffer + n);
-    if (n < sizeof(buffer)) {
-      if (std::ferror(file.get())) throw RuntimeError("cannot read '" + path + "': " + std::strerror(errno));
-      break;
-    }
-  }
-  return bytes;
 }
 
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>& compressed, const std::string& what) {

@@ -1,5 +1,5 @@
-// Whole-file reads for the dataset readers: plain or gzip-compressed (zlib), with errors
-// (RuntimeError) that name the file.
+// Gzip for the dataset readers: files read whole by util/file_bytes.h, decompressed by zlib
+// when they are gzip, with errors (RuntimeError) that name the file.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,6 @@
 #include <vector>
 
 namespace sparsevit::data {
-
-// The bytes of `path`; RuntimeError naming the file when it cannot be read.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 // The decompressed bytes of a gzip file, or the bytes of a plain one. A file is treated as
 // gzip when it starts with the gzip magic (1f 8b); a name ending in ".gz" without the magic,

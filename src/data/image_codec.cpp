@@ -9,8 +9,8 @@
 #include <limits>
 #include <memory>
 
-#include "data/file_bytes.h"
 #include "util/errors.h"
+#include "util/file_bytes.h"
 
 namespace sparsevit::data {
 

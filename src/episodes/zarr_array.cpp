@@ -7,12 +7,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "util/errors.h"
+#include "util/file_bytes.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "zarr elements are read from little-endian bytes as is: a big-endian host needs byte swaps"
@@ -24,15 +24,6 @@ namespace {
 constexpr int64_t kMaxMetadataBytes = 1 << 20;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) { throw RuntimeError(where + ": " + what); }
-
-// The first `size` bytes of a file whose size the caller has checked against a bound (stat).
-std::vector<uint8_t> read_bytes(const std::string& path, int64_t size, const std::string& where) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(where, "cannot open " + path + ": " + std::strerror(errno));
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) fail(where, "cannot read " + path);
-  return bytes;
-}
 
 // -1 when the file does not exist; RuntimeError for anything but a regular file.
 int64_t file_size_or_missing(const std::string& path, const std::string& where) {
@@ -264,7 +255,7 @@ ZarrArray::ZarrArray(std::string dir) : dir_(std::move(dir)) {
     fail(dir_, "not a zarr array (no .zarray)");
   }
   if (meta_size > kMaxMetadataBytes) fail(dir_, ".zarray is larger than 1 MiB (not zarr metadata)");
-  const std::vector<uint8_t> text = read_bytes(meta_path, meta_size, dir_);
+  const std::vector<uint8_t> text = read_file_bytes(meta_path, kMaxMetadataBytes);
   const nlohmann::json meta = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (meta.is_discarded() || !meta.is_object()) fail(dir_, ".zarray is not a JSON object");
 
@@ -332,12 +323,13 @@ std::vector<uint8_t> ZarrArray::read_chunk(const std::vector<int64_t>& index) co
   if (size > max_size)
     fail(dir_, chunk + " has " + std::to_string(size) + " bytes, more than a chunk of " + std::to_string(bytes) +
                    " bytes can compress to");
-  const std::vector<uint8_t> stored = read_bytes(path, size, dir_);
+  const std::vector<uint8_t> stored = read_file_bytes(path, static_cast<uint64_t>(max_size));
 
   switch (meta_.compressor) {
     case ZarrCompressor::kNone:
-      if (size != bytes)
-        fail(dir_, chunk + " has " + std::to_string(size) + " bytes, expected " + std::to_string(bytes) +
+      // The bytes read, not the size stat saw: the file may have changed in between.
+      if (static_cast<int64_t>(stored.size()) != bytes)
+        fail(dir_, chunk + " has " + std::to_string(stored.size()) + " bytes, expected " + std::to_string(bytes) +
                        " (uncompressed chunk)");
       return stored;
     case ZarrCompressor::kBlosc: {

@@ -10,7 +10,7 @@
 
 #include "util/atomic_file.h"
 #include "util/errors.h"
-#include "weights/file_bytes.h"
+#include "util/file_bytes.h"
 #include "weights/printable.h"
 
 namespace sparsevit::weights {
@@ -194,7 +194,8 @@ SafetensorsContents parse_safetensors(std::string_view bytes, const std::string&
 }
 
 SafetensorsContents read_safetensors(const std::string& path) {
-  return parse_safetensors(read_file_bytes(path), path);
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  return parse_safetensors(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
 }
 
 void write_safetensors(const std::string& path, const weights::NamedTensors& tensors,
