@@ -8,12 +8,20 @@
 
 #include "analysis/attention_report.h"
 #include "config/attention_backends.h"
+#include "patterns/mask_registry.h"
 #include "util/errors.h"
 
 namespace sparsevit::analysis {
 namespace {
 
 using Assignment = std::vector<std::pair<std::string, std::string>>;  // kwarg -> value
+
+// A mask kwarg's default as its generator declares it (the registry is its one source).
+int64_t registered_default(const std::string& mask, const std::string& kwarg) {
+  for (const patterns::KwargDoc& k : patterns::find_mask(mask).kwargs)
+    if (k.name == kwarg) return std::stoll(k.default_value);
+  throw RuntimeError("mask '" + mask + "' declares no kwarg '" + kwarg + "'");
+}
 
 // The knob's candidate settings at this geometry as runs along which the budget grows (the
 // pruning ratio does not increase): Sparse Transformer has one run of local widths per stride,
@@ -26,7 +34,7 @@ std::vector<std::vector<Assignment>> candidates(const config::AttentionSpec& spe
   };
   const int64_t n = g.num_tokens;
   if (knob == "w_max") {  // w_min kept, or lowered with w_max below it
-    const int64_t w_min = spec.mask_kwargs.get_int("w_min", 5, 0);
+    const int64_t w_min = spec.mask_kwargs.get_int("w_min", registered_default(spec.mask, "w_min"), 0);
     for (int64_t w = 1; w < n; ++w)
       runs[0].push_back({{"w_max", std::to_string(w)}, {"w_min", std::to_string(std::min(w_min, w))}});
   } else if (knob == "stride") {  // Sparse Transformer: the local width untied from the stride
