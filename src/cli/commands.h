@@ -44,6 +44,10 @@ void register_bench_command(CLI::App& app);
 void register_policy_command(CLI::App& app);
 #endif
 
+// `sparsevit help-markdown` (hidden from --help): every command's options as Markdown, from the
+// App tree registered on `app`, walked when the command runs (docs/cli.md).
+void register_cli_reference_command(CLI::App& app);
+
 // Applies `SUBCOMMAND --config FILE` (for subcommands that have --config) to that subcommand's
 // options before the command line is parsed.
 void apply_config_file_option(CLI::App& app, int argc, char** argv);

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
 #ifdef SPARSEVIT_HAVE_POLICY
   sparsevit::cli::register_policy_command(app);
 #endif
+  sparsevit::cli::register_cli_reference_command(app);
   try {
     sparsevit::cli::apply_config_file_option(app, argc, argv);
     app.parse(argc, argv);
