@@ -16,14 +16,11 @@ void register_calibrate_command(CLI::App& app) {
   add_named_option(cmd, "resume", c->resume, "checkpoint of the trained (dense) model")->required();
   add_named_option(cmd, "attn-cfg", c->attn_cfg, "the pruning config (mask: pruning) to calibrate")->required();
   add_named_option(cmd, "output", c->output, "where the .npy scores go (default: the config's mask_kwargs.scores_file)");
-  add_named_option(cmd, "dataset", c->dataset, "fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
-  add_named_option(cmd, "data_path", c->data_path, "dataset folder (default: the dataset's standard location)");
+  bind_train_config_fields(cmd, {{"dataset", &c->dataset}, {"data_path", &c->data_path}});
   add_named_option(cmd, "split", c->split, "train | test: which images to calibrate on");
   add_named_option(cmd, "max_samples", c->max_samples, "calibrate on the first N images (0: all)");
-  add_named_option(cmd, "batch_size", c->batch_size, "batch size");
-  add_named_option(cmd, "num_workers", c->num_workers, "data loading threads");
-  add_named_option(cmd, "threads", c->threads, "CPU threads for LibTorch (0: every core)");
-  add_named_option(cmd, "seed", c->seed, "random seed");
+  bind_train_config_fields(cmd, {{"batch_size", &c->batch_size}, {"num_workers", &c->num_workers},
+                                 {"threads", &c->threads}, {"seed", &c->seed}});
   cmd->callback([c] {
     const experiments::CalibrateSummary s = experiments::run_calibrate(*c);
     std::cout << s.to_text() << "\n" << s.to_json().dump() << std::endl;

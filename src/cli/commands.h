@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace sparsevit::pipelines {
@@ -21,6 +23,15 @@ void register_finetune_command(CLI::App& app);
 void add_train_config_options(CLI::App* cmd, pipelines::TrainConfig& config, bool recipe_only, unsigned command = 1);
 // The TrainConfig fields named in `names` only (commands that share some of the training flags).
 void add_train_config_fields(CLI::App* cmd, pipelines::TrainConfig& config, const std::vector<std::string>& names);
+// A member of a command's own config that is TrainConfig field `name` (dataset, threads, ...).
+struct TrainConfigFieldTarget {
+  std::string name;
+  std::variant<std::string*, int64_t*, double*, bool*, std::vector<std::string>*> member;
+};
+// The options of those fields as finetune declares them (help text, choices, both spellings),
+// bound to the command's own members, whose values are the defaults --help shows. In the
+// order given; std::logic_error for a name that is no field or a member of another type.
+void bind_train_config_fields(CLI::App* cmd, const std::vector<TrainConfigFieldTarget>& targets);
 void register_pretrain_command(CLI::App& app);
 // Flags MAE's scripts pass that change nothing here (--pin_mem, --no_pin_mem, --local_rank,
 // --world_size, --dist_on_itp): accepted so those command lines run unchanged.

@@ -18,13 +18,10 @@ void register_diversity_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "diversity", "Head diversity of a checkpoint: per image, mean over head pairs of |Yi-Yj|/(|Yi|+|Yj|), last layer");
   add_named_option(cmd, "resume", c.resume, "the checkpoint")->required();
-  add_named_option(cmd, "dataset", c.dataset, "auto | fashion_mnist | mnist | cifar10 | cifar100 | image_folder");
-  add_named_option(cmd, "data_path", c.data_path, "dataset folder (default: the dataset's standard location)");
+  bind_train_config_fields(cmd, {{"dataset", &c.dataset}, {"data_path", &c.data_path}});
   add_named_option(cmd, "split", c.split, "train | test");
   add_named_option(cmd, "limit", c.limit, "the first N (class-balanced) images (0: all)");
-  add_named_option(cmd, "batch_size", c.batch_size, "batch size");
-  add_named_option(cmd, "num_workers", c.num_workers, "data loading threads");
-  add_named_option(cmd, "threads", c.threads, "CPU threads for LibTorch (0: every core)");
+  bind_train_config_fields(cmd, {{"batch_size", &c.batch_size}, {"num_workers", &c.num_workers}, {"threads", &c.threads}});
   cmd->add_flag("--json", s->json, "print only the JSON summary");
   cmd->callback([s] {
     experiments::DiversityConfig c = s->config;

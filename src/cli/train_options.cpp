@@ -1,6 +1,7 @@
 // The options generated from pipelines::for_each_field: one per TrainConfig field, both spellings,
 // bools as flags, choices checked by CLI11.
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include "cli/commands.h"
@@ -10,17 +11,21 @@ namespace sparsevit::cli {
 
 namespace {
 
+// The option of field `f`, bound to `value` (whose value is the default --help shows).
+template <class T>
+void add_field_option(CLI::App* cmd, const pipelines::FieldInfo& f, T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    cmd->add_flag(option_names(f.name), value, f.help);
+  } else {
+    CLI::Option* o = cmd->add_option(option_names(f.name), value, f.help)->capture_default_str();
+    if (!f.choices.empty()) o->check(CLI::IsMember(f.choices));
+  }
+}
+
 template <class Keep>
 void add_fields(CLI::App* cmd, pipelines::TrainConfig& config, Keep&& keep) {
   pipelines::for_each_field(config, [&](auto& value, const pipelines::FieldInfo& f) {
-    if (!keep(f)) return;
-    using T = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<T, bool>) {
-      cmd->add_flag(option_names(f.name), value, f.help);
-    } else {
-      CLI::Option* o = cmd->add_option(option_names(f.name), value, f.help)->capture_default_str();
-      if (!f.choices.empty()) o->check(CLI::IsMember(f.choices));
-    }
+    if (keep(f)) add_field_option(cmd, f, value);
   });
 }
 
@@ -36,6 +41,23 @@ void add_train_config_fields(CLI::App* cmd, pipelines::TrainConfig& config, cons
   add_fields(cmd, config, [&](const pipelines::FieldInfo& f) {
     return std::find(names.begin(), names.end(), f.name) != names.end();
   });
+}
+
+void bind_train_config_fields(CLI::App* cmd, const std::vector<TrainConfigFieldTarget>& targets) {
+  pipelines::TrainConfig fields;  // only its field list is read
+  for (const TrainConfigFieldTarget& target : targets) {
+    bool found = false;
+    pipelines::for_each_field(fields, [&](auto& value, const pipelines::FieldInfo& f) {
+      if (target.name != f.name) return;
+      using T = std::decay_t<decltype(value)>;
+      T* const* member = std::get_if<T*>(&target.member);
+      // Registration runs at every start: a wrong name or type stops the binary, not one command.
+      if (!member) throw std::logic_error("--" + target.name + " is bound to a member of another type than its TrainConfig field");
+      add_field_option(cmd, f, **member);
+      found = true;
+    });
+    if (!found) throw std::logic_error("--" + target.name + ": no TrainConfig field of that name");
+  }
 }
 
 }  // namespace sparsevit::cli

@@ -112,6 +112,13 @@ std::string default_data_path(const std::string& name) {
   return "";
 }
 
+std::string resolve_data_path(const std::string& name, const std::string& path) {
+  if (!path.empty()) return path;
+  std::string dir = default_data_path(name);
+  if (dir.empty()) throw UsageError("--data_path is required for dataset '" + name + "'");
+  return dir;
+}
+
 std::string resolve_dataset_name(const std::string& name, const std::string& path) {
   if (name != "auto") return name;
   if (path.empty()) return "fashion_mnist";
@@ -129,8 +136,7 @@ std::string resolve_dataset_name(const std::string& name, const std::string& pat
 
 std::shared_ptr<const Dataset> make_dataset(const std::string& name, const std::string& path, bool train) {
   check_name(name);
-  const std::string dir = path.empty() ? default_data_path(name) : path;
-  if (dir.empty()) throw UsageError("dataset '" + name + "' needs --data_path (no default location)");
+  const std::string dir = resolve_data_path(name, path);
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     std::string msg = "data path '" + dir + "' does not exist";

@@ -81,6 +81,10 @@ const std::vector<std::string>& dataset_names();
 // fashion_mnist (Debian's dataset-fashion-mnist), "" for the others.
 std::string default_data_path(const std::string& name);
 
+// `path`, or default_data_path(name) when it is ""; a UsageError "--data_path is required for
+// dataset 'NAME'" when neither is given. Every reader of --data_path goes through it.
+std::string resolve_data_path(const std::string& name, const std::string& path);
+
 // The reader for `name` over `path` ("" : default_data_path). Unknown names ("did you mean"),
 // a missing path or a folder without the expected files are UsageErrors; corrupt files are
 // RuntimeErrors naming the file.

@@ -48,13 +48,18 @@ at::Tensor idx_image(const std::string& path, int64_t index) {
   return at::from_blob(const_cast<uint8_t*>(bytes.data()) + 16 + index * h * w, {1, h, w}, at::kByte).clone();
 }
 
-at::Tensor read_input(const AttentionMapConfig& c, int64_t channels) {
+// The dataset an image model's input comes from, as training reads --dataset (`auto`: from
+// --data_path's layout); "" when the input is --image.
+std::string input_dataset(const AttentionMapConfig& c) {
   if (!c.image.empty() && !c.dataset.empty()) throw UsageError("give --image or --dataset, not both");
-  if (!c.dataset.empty()) {
+  return c.dataset.empty() ? "" : data::resolve_dataset_name(c.dataset, c.data_path);
+}
+
+// The input image [C, H, W] uint8: image `index` of `dataset` (input_dataset), else --image.
+at::Tensor read_input(const AttentionMapConfig& c, const std::string& dataset, int64_t channels) {
+  if (!dataset.empty()) {
     if (c.index < 0) throw UsageError("--dataset needs --index i (which image)");
-    const std::string path = c.data_path.empty() ? data::default_data_path(c.dataset) : c.data_path;
-    if (path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
-    auto set = data::make_dataset(c.dataset, path, c.split == "train");
+    auto set = data::make_dataset(dataset, c.data_path, c.split == "train");  // checks --data_path
     if (c.index >= set->size())
       throw UsageError("--index " + std::to_string(c.index) + ": the split has " + std::to_string(set->size()) +
                        " images");
@@ -166,9 +171,10 @@ AttentionMapSummary run_attention_map(const AttentionMapConfig& c) {
   } else {
     auto* model = dynamic_cast<models::VisionTransformer*>(classifier.get());
     // The image through the evaluation transform of the dataset it came from.
-    const at::Tensor raw = read_input(c, vc.in_chans);
+    const std::string dataset = input_dataset(c);
+    const at::Tensor raw = read_input(c, dataset, vc.in_chans);
     const std::string stats_from =
-        !c.stats.empty() ? c.stats : !c.dataset.empty() ? c.dataset : (vc.in_chans == 1 ? "fashion_mnist" : "");
+        !c.stats.empty() ? c.stats : !dataset.empty() ? dataset : (vc.in_chans == 1 ? "fashion_mnist" : "");
     data::TransformConfig tc = data::transform_config_for(stats_from, vc.img_size, vc.in_chans);
     data::validate(tc);
     data::Rng rng(0);

@@ -69,7 +69,9 @@ CalibrateSummary run_calibrate(const CalibrateConfig& c) {
   options.batch_size = c.batch_size;
   options.num_workers = c.num_workers;
   options.seed = static_cast<uint64_t>(c.seed);
-  const auto loader = pipelines::model_eval_loader(vc, c.dataset, c.data_path, c.split == "train", c.max_samples, options);
+  // `auto` as training resolves it: --dataset accepts what finetune's does.
+  const std::string dataset = data::resolve_dataset_name(c.dataset, c.data_path);
+  const auto loader = pipelines::model_eval_loader(vc, dataset, c.data_path, c.split == "train", c.max_samples, options);
 
   // Sum of the probabilities in float64 (many small terms), one [H, N, N] per layer.
   const int64_t L = vc.depth, H = vc.num_heads, N = vc.num_tokens();

@@ -42,8 +42,7 @@ std::shared_ptr<models::VisionTransformer> load_checkpoint_vit(const train::Load
 std::unique_ptr<data::DataLoader> model_eval_loader(const models::VitConfig& model, const std::string& dataset,
                                                     const std::string& data_path, bool train_split, int64_t limit,
                                                     const data::LoaderOptions& options) {
-  const std::string path = data_path.empty() ? data::default_data_path(dataset) : data_path;
-  if (path.empty()) throw UsageError("--data_path is required for dataset '" + dataset + "'");
+  const std::string path = data::resolve_data_path(dataset, data_path);
   const data::TransformConfig tc = data::transform_config_for(dataset, model.img_size, model.in_chans);
   data::validate(tc);
   return std::make_unique<data::DataLoader>(data::max_samples(data::make_dataset(dataset, path, train_split), limit),

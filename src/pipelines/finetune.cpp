@@ -165,8 +165,7 @@ TrainSummary run_finetune(const TrainConfig& raw) {
     views = splits.views;
   } else {
     c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
-    if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
-    if (c.data_path.empty()) throw UsageError("--data_path is required for dataset '" + c.dataset + "'");
+    c.data_path = data::resolve_data_path(c.dataset, c.data_path);
     eval_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, false), c.max_eval_samples);
     if (!c.eval) train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
   }
