@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "analysis/budget_matching.h"
@@ -53,13 +54,16 @@ std::map<int64_t, json> read_metrics(const fs::path& path) {
   return epochs;
 }
 
-// The recipe as it decides results: without the per-run fields and the ones that only change
-// speed or logging.
+// The recipe as it decides results: finetune's fields of the recipe group (those the sweep takes;
+// the run group is set per run or left at its default), less the ones that only change speed or
+// progress output. The field list itself has no mark for those, so they are named here.
 json recipe_json(const pipelines::TrainConfig& recipe) {
-  json j = pipelines::config_to_json(recipe);
-  for (const char* k : {"attn_cfg", "seed", "output_dir", "log_dir", "resume", "eval", "start_epoch", "threads",
-                        "num_workers", "print_freq", "save_ckpt_freq"})
-    j.erase(k);
+  const std::set<std::string> speed_only = {"threads", "num_workers", "print_freq"};
+  json j = json::object();
+  pipelines::for_each_field(recipe, [&](const auto& value, const pipelines::FieldInfo& f) {
+    if ((f.commands & pipelines::kFinetune) && f.group == pipelines::FieldGroup::recipe && !speed_only.count(f.name))
+      j[f.name] = value;
+  });
   return j;
 }
 
