@@ -11,6 +11,7 @@ void register_policy_command(CLI::App& app) {
 #ifdef SPARSEVIT_HAVE_POLICY_TRAIN
   add_policy_train_command(policy);
   add_policy_eval_command(policy);
+  add_policy_probe_command(policy);
 #endif
 }
 

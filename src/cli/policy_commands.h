@@ -14,6 +14,8 @@ void add_policy_collect_command(CLI::App* policy);
 void add_policy_train_command(CLI::App* policy);
 // `policy eval`: a checkpoint in closed loop (policy_eval_command.cpp).
 void add_policy_eval_command(CLI::App* policy);
+// `policy probe`: does a checkpoint's policy use its image (policy_probe_command.cpp).
+void add_policy_probe_command(CLI::App* policy);
 #endif
 
 }  // namespace sparsevit::cli

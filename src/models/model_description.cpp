@@ -126,6 +126,10 @@ PolicyModelDescription read_policy(const nlohmann::json& m) {
   d.crossway_weight = m.at("crossway_weight").get<double>();
   d.crossway_input = m.at("crossway_input").get<std::string>();
   d.observation_image_size = m.at("observation_image_size").get<int64_t>();
+  // Written since the spatial readouts (issue #32); older checkpoints hold class-token policies.
+  d.obs_readout = m.value("obs_readout", std::string("cls"));
+  d.num_kp = m.value("num_kp", int64_t{32});
+  d.obs_shift = m.value("obs_shift", int64_t{0});
   return d;
 }
 
@@ -143,6 +147,9 @@ nlohmann::json policy_json(const PolicyModelDescription& d) {
   j["crossway_weight"] = d.crossway_weight;
   j["crossway_input"] = d.crossway_input;
   j["observation_image_size"] = d.observation_image_size;
+  j["obs_readout"] = d.obs_readout;
+  j["num_kp"] = d.num_kp;
+  j["obs_shift"] = d.obs_shift;
   return j;
 }
 

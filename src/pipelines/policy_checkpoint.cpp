@@ -30,6 +30,9 @@ policy::DiffusionPolicyConfig policy_config(const TrainConfig& c, const config::
   p.inference_steps = c.inference_steps;
   p.crossway_weight = c.crossway_weight;
   p.crossway_input = c.crossway_input == "obs" ? policy::CrosswayInput::kObsFeatures : policy::CrosswayInput::kUnetMid;
+  p.readout.kind = policy::parse_observation_readout(c.obs_readout);
+  p.readout.num_kp = c.num_kp;
+  p.obs_shift = c.obs_shift;
   return p;
 }
 
@@ -55,6 +58,9 @@ PolicyDescription policy_description(const TrainConfig& c, int64_t observation_i
   m.crossway_weight = p.crossway_weight;
   m.crossway_input = p.crossway_input == policy::CrosswayInput::kObsFeatures ? "obs" : "mid";
   m.observation_image_size = observation_image_size;
+  m.obs_readout = c.obs_readout;
+  m.num_kp = p.readout.num_kp;
+  m.obs_shift = p.obs_shift;
   return d;
 }
 
@@ -81,6 +87,9 @@ std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint
   c.inference_steps = m.inference_steps;
   c.crossway_weight = m.crossway_weight;
   c.crossway_input = m.crossway_input;
+  c.obs_readout = m.obs_readout;
+  c.num_kp = m.num_kp;
+  c.obs_shift = m.obs_shift;
   d.config = policy_config(c, m.attention.spec);
   return d;
 }

@@ -1,7 +1,8 @@
 // How a policy checkpoint describes its model: the DiffusionPolicyConfig of the run (encoder
-// name and shape, attention config text, horizons, U-Net, Crossway) and the demonstrations'
-// image size, as a JSON object under "policy" in the checkpoint's metadata, so `policy eval`
-// and `policy train --resume` rebuild the same network.
+// name and shape, attention config text, horizons, U-Net, Crossway, the observation readout and
+// its training shift) and the demonstrations' image size, as a JSON object under "policy" in the
+// checkpoint's metadata, so `policy eval`, `policy probe` and `policy train --resume` rebuild the
+// same network.
 #pragma once
 
 #include <cstdint>

@@ -103,6 +103,7 @@ nlohmann::json PolicyTrainSummary::to_json() const {
                       {"seconds", seconds},
                       {"world_size", world_size},
                       {"checkpoint", checkpoint}};
+  if (probed) j["probe"] = probe.to_json();
   if (evaluated) {
     j["success_rate"] = eval.success_rate;
     j["mean_max_coverage"] = eval.mean_max_coverage;
@@ -116,6 +117,7 @@ std::string PolicyTrainSummary::to_text() const {
                               "(pruning ratio {:.4f}); loss {:.4f} -> {:.4f} in {} epochs, {:.0f} s",
                               episodes, windows, params / 1e6, encoder_attention_gflops, pruning_ratio,
                               first_epoch_loss, train_loss, epochs_run, seconds);
+  if (probed) s += "\n" + probe.to_table();
   if (evaluated)
     s += fmt::format("\nclosed loop: success {:.1f}% of {} episodes, mean max coverage {:.3f}", 100 * eval.success_rate,
                      eval.episodes.size(), eval.mean_max_coverage);
@@ -200,9 +202,21 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   summary.first_epoch_loss = run.first_loss;
   summary.train_loss = run.last_loss;
   summary.checkpoint = run.checkpoint;
+  std::optional<train::EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
+  if ((c.eval_episodes > 0 || c.probe_batches > 0) && process.main_rank() && state.ema())
+    ema_weights.emplace(*state.ema(), *model);
+  if (c.probe_batches > 0 && process.main_rank()) {
+    policy::ImageProbeOptions po;
+    po.batches = c.probe_batches;
+    po.batch_size = c.batch_size;
+    po.seed = static_cast<uint64_t>(c.seed);
+    // Episodes the run did not train on when --max_train_samples left some out.
+    const bool held_out = !mask.empty();
+    if (held_out) po.first_episode = c.max_train_samples;
+    summary.probe = policy::probe_images(*model, demos, po, held_out);
+    summary.probed = true;
+  }
   if (c.eval_episodes > 0 && process.main_rank()) {
-    std::optional<train::EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
-    if (state.ema()) ema_weights.emplace(*state.ema(), *model);
     PolicyEvalOptions eo;
     eo.episodes = c.eval_episodes;
     eo.first_seed = c.eval_seed;

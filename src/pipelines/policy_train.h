@@ -14,6 +14,7 @@
 #include "episodes/episode_set.h"
 #include "pipelines/policy_eval.h"
 #include "pipelines/train_config.h"
+#include "policy/image_probe.h"
 
 namespace sparsevit::pipelines {
 
@@ -28,6 +29,8 @@ struct PolicyTrainSummary {
   std::string checkpoint;
   bool evaluated = false;
   PolicyEvalResult eval;
+  bool probed = false;  // the image probe ran (--probe_batches > 0)
+  policy::ImageProbeResult probe;
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
@@ -40,7 +43,9 @@ episodes::EpisodeSet read_demonstrations(const std::string& path);
 // weight decay 1e-6, betas 0.95 / 0.999, EMA) on the CPU-sized encoder.
 TrainConfig policy_defaults();
 
-// Trains (fields of train::kPolicy apply), then evaluates in closed loop when eval_episodes > 0.
+// Trains (fields of train::kPolicy apply), runs the image probe on probe_batches batches (the
+// episodes --max_train_samples left out, else the last 10%, seen in training), then evaluates in
+// closed loop when eval_episodes > 0; both with the EMA weights when the run keeps an EMA.
 PolicyTrainSummary run_policy_train(const TrainConfig& config);
 
 }  // namespace sparsevit::pipelines

@@ -52,6 +52,10 @@ struct TrainConfig {
   int64_t inference_steps = 100;    // 100: DDPM over every step (DP); fewer: DDIM
   double crossway_weight = 0;       // Crossway Diffusion's reconstruction loss weight (0: plain DP)
   std::string crossway_input = "mid";  // mid: the U-Net's mid features (the paper) | obs: the observation features
+  std::string obs_readout = "spatial_softmax";  // the encoder's readout (policy/observation_readout.h) | cls | ...
+  int64_t num_kp = 32;              // spatial softmax keypoints (Diffusion Policy / robomimic: 32)
+  int64_t obs_shift = 4;            // training frames shifted by up to +-N px of the encoder's input (0: off)
+  int64_t probe_batches = 4;        // image probe after training: batches of windows (0: none)
   int64_t eval_episodes = 50;       // closed-loop episodes after training and in `policy eval`
   int64_t eval_seed = 100000;       // episode i starts from reset(eval_seed + i)
   std::string save_video;           // folder for rollout videos ("" : none; .mp4 per episode, or PNG frames)
@@ -202,6 +206,17 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.crossway_input, one_of("crossway_input", "what Crossway decodes: mid (the U-Net's mid features, the paper) | "
                                                    "obs (the observation features, the released configs)",
                                  {"mid", "obs"}).only(kPolicy));
+  visit(c.obs_readout, one_of("obs_readout", "how the U-Net reads each frame's ViT tokens: spatial_softmax "
+                                             "(Diffusion Policy's keypoints over the patch grid) | attention_pool "
+                                             "(learned queries over the patch tokens) | flatten (a linear map of all "
+                                             "patch tokens) | cls (the class token)",
+                              {"spatial_softmax", "attention_pool", "flatten", "cls"}).only(kPolicy));
+  visit(c.num_kp, at_least_one("num_kp", "spatial_softmax: keypoints (channels of the 1x1 projection)").only(kPolicy));
+  visit(c.obs_shift, non_negative("obs_shift", "Diffusion Policy's random crop as a shift: training frames move by up "
+                                               "to +-N pixels of the encoder's input, edges repeated; evaluation sees "
+                                               "them unshifted (0: off)").only(kPolicy));
+  visit(c.probe_batches, non_negative("probe_batches", "after training, the image probe's loss on this many batches "
+                                                       "of held-out windows (0: none)", run).only(kPolicy));
   visit(c.eval_episodes, non_negative("eval_episodes", "closed-loop PushT episodes after training (0: none)", run)
                              .only(kPolicy));
   visit(c.eval_seed, non_negative("eval_seed", "episode i starts from reset(eval_seed + i)", run).only(kPolicy));

@@ -4,6 +4,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include <sstream>
+#include <vector>
 
 #include "models/vision_transformer.h"
 #include "util/errors.h"
@@ -18,8 +19,8 @@ models::ModelOptions encoder_options(const DiffusionPolicyConfig& c) {
   return o;
 }
 
-int64_t encoder_width(const DiffusionPolicyConfig& c) {
-  return models::vit_config(models::find_model_shape(c.encoder_model), encoder_options(c)).embed_dim;
+models::VitConfig encoder_config(const DiffusionPolicyConfig& c) {
+  return models::vit_config(models::find_model_shape(c.encoder_model), encoder_options(c));
 }
 
 void check_config(const DiffusionPolicyConfig& c) {
@@ -35,6 +36,10 @@ void check_config(const DiffusionPolicyConfig& c) {
   if (c.inference_steps < 1 || c.inference_steps > c.noise.num_train_timesteps)
     throw UsageError("inference_steps must be in [1, " + std::to_string(c.noise.num_train_timesteps) + "]");
   if (c.crossway_weight < 0) throw UsageError("crossway_weight must be >= 0");
+  if (c.obs_shift < 0) throw UsageError("obs_shift must be >= 0");
+  if (c.readout.kind != ObservationReadout::kClassToken && c.encoder.global_pool)
+    throw UsageError("--global_pool is a class-token readout option; --obs_readout " +
+                     observation_readout_name(c.readout.kind) + " reads the patch tokens");
 }
 
 }  // namespace
@@ -63,7 +68,13 @@ DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
     : config_(std::move(config)), ddpm_(config_.noise), ddim_(config_.noise) {
   check_config(config_);
   encoder_ = register_module("obs_encoder", models::create_model(config_.encoder_model, encoder_options(config_)));
-  const int64_t cond = config_.obs_horizon * (encoder_width(config_) + config_.lowdim_dim);
+  const models::VitConfig vc = encoder_config(config_);
+  if (config_.readout.kind != ObservationReadout::kClassToken) {
+    const int64_t grid = vc.img_size / vc.patch_size;
+    readout_ = register_module("obs_readout",
+                               std::make_shared<PatchReadout>(config_.readout, vc.embed_dim, grid, grid, vc.num_heads));
+  }
+  const int64_t cond = config_.obs_horizon * (feature_dim() + config_.lowdim_dim);
   unet_ = register_module("model", std::make_shared<ConditionalUnet1D>(config_.action_dim, cond, config_.step_embed_dim,
                                                                       config_.down_dims, config_.kernel_size,
                                                                       config_.n_groups));
@@ -117,19 +128,52 @@ int64_t DiffusionPolicy::image_size() const { return encoder_->config().img_size
 
 double DiffusionPolicy::encoder_attention_gflops() const { return encoder_->attention_gflops_now(); }
 
-at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,
-                                             at::Tensor* encoder_images) {
-  const int64_t b = images.size(0), to = config_.obs_horizon, s = image_size();
+int64_t DiffusionPolicy::feature_dim() const {
+  return readout_ ? readout_->feature_dim() : encoder_config(config_).embed_dim;
+}
+
+at::Tensor random_shift(const at::Tensor& x, int64_t shift, at::Generator& generator) {
+  if (shift <= 0) return x;
+  const int64_t n = x.size(0), h = x.size(-2), w = x.size(-1);
+  const at::Tensor padded = at::replication_pad2d(x, {shift, shift, shift, shift});
+  const at::Tensor offsets = at::randint(0, 2 * shift + 1, {n, 2}, generator, at::TensorOptions(at::kLong));
+  const auto o = offsets.accessor<int64_t, 2>();
+  std::vector<at::Tensor> frames;
+  frames.reserve(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) frames.push_back(padded[i].narrow(-2, o[i][0], h).narrow(-1, o[i][1], w));
+  return at::stack(frames).contiguous();
+}
+
+at::Tensor DiffusionPolicy::encoder_input(const at::Tensor& images, at::Generator* shift_generator) {
+  const int64_t to = config_.obs_horizon, s = image_size();
   if (images.dim() != 5 || images.size(1) < to || images.size(2) != 3 || images.size(3) != s || images.size(4) != s)
     throw UsageError("policy images must be [B, >= " + std::to_string(to) + ", 3, " + std::to_string(s) + ", " +
                      std::to_string(s) + "], got " + c10::str(images.sizes()));
+  // DP's image range normaliser: [0, 1] -> [-1, 1].
+  const at::Tensor x = (images.narrow(1, 0, to).reshape({images.size(0) * to, 3, s, s}) * 2 - 1).contiguous();
+  return shift_generator && config_.obs_shift > 0 ? random_shift(x, config_.obs_shift, *shift_generator) : x;
+}
+
+at::Tensor DiffusionPolicy::encode(const at::Tensor& x) {
+  const at::Tensor tokens = encoder_->forward_features(x);
+  if (!readout_) return encoder_->forward_head(tokens, /*pre_logits=*/true);
+  const int64_t prefix = encoder_->config().num_prefix_tokens;
+  return readout_->forward(tokens.narrow(1, prefix, tokens.size(1) - prefix));
+}
+
+at::Tensor DiffusionPolicy::observation_features(const at::Tensor& images) {
+  return encode(encoder_input(images, nullptr)).reshape({images.size(0), config_.obs_horizon, -1});
+}
+
+at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,
+                                             at::Tensor* encoder_images, at::Generator* shift_generator) {
+  const int64_t b = images.size(0), to = config_.obs_horizon;
+  const at::Tensor x = encoder_input(images, shift_generator);
   if (agent_pos.dim() != 3 || agent_pos.size(0) != b || agent_pos.size(1) < to || agent_pos.size(2) != config_.lowdim_dim)
     throw UsageError("policy agent_pos must be [B, >= " + std::to_string(to) + ", " +
                      std::to_string(config_.lowdim_dim) + "], got " + c10::str(agent_pos.sizes()));
-  // DP's image range normaliser: [0, 1] -> [-1, 1].
-  const at::Tensor x = (images.narrow(1, 0, to).reshape({b * to, 3, s, s}) * 2 - 1).contiguous();
   if (encoder_images) *encoder_images = x;
-  const at::Tensor features = encoder_->forward_head(encoder_->forward_features(x), /*pre_logits=*/true);
+  const at::Tensor features = encode(x);
   const at::Tensor pos = agent_pos_normalizer().normalize(agent_pos.narrow(1, 0, to).to(at::kFloat));
   return at::cat({features.reshape({b, to, -1}), pos.to(features.scalar_type())}, -1).reshape({b, -1});
 }
@@ -140,7 +184,9 @@ PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Ten
     throw UsageError("policy actions must be [B, " + std::to_string(config_.pred_horizon) + ", " +
                      std::to_string(config_.action_dim) + "], got " + c10::str(actions.sizes()));
   at::Tensor encoder_images;
-  const at::Tensor cond = global_condition(images, agent_pos, decoder_ ? &encoder_images : nullptr);
+  // The random shift only while training (DP crops at random in training, at the centre in eval).
+  const at::Tensor cond =
+      global_condition(images, agent_pos, decoder_ ? &encoder_images : nullptr, is_training() ? &generator : nullptr);
   const at::Tensor trajectory = action_normalizer().normalize(actions.to(at::kFloat));
   const at::Tensor noise = at::randn(trajectory.sizes(), generator, trajectory.options());
   const at::Tensor timesteps = ddpm_.random_timesteps(trajectory.size(0), generator);
@@ -161,6 +207,15 @@ PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Ten
   loss.reconstruction = decoder_->loss(reconstruction, target);  // weighted by crossway_weight
   loss.total = loss.diffusion + loss.reconstruction;
   return loss;
+}
+
+at::Tensor DiffusionPolicy::denoising_error(const at::Tensor& images, const at::Tensor& agent_pos,
+                                            const at::Tensor& actions, const at::Tensor& noise,
+                                            const at::Tensor& timesteps) {
+  const at::Tensor cond = global_condition(images, agent_pos, nullptr);
+  const at::Tensor trajectory = action_normalizer().normalize(actions.to(at::kFloat));
+  const at::Tensor noisy = ddpm_.add_noise(trajectory, noise, timesteps);
+  return (unet_->forward(noisy, timesteps, cond) - noise).pow(2).mean({1, 2});
 }
 
 at::Tensor DiffusionPolicy::predict_action(const at::Tensor& images, const at::Tensor& agent_pos,

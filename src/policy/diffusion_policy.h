@@ -20,6 +20,7 @@
 #include "policy/conditional_unet1d.h"
 #include "policy/crossway_decoder.h"
 #include "policy/noise_scheduler.h"
+#include "policy/observation_readout.h"
 
 namespace sparsevit::models {
 class VisionTransformer;
@@ -39,6 +40,12 @@ struct DiffusionPolicyConfig {
   int64_t inference_steps = 100;           // DDPM over every step (DP) when equal to noise steps, else DDIM
   double crossway_weight = 0.0;            // 0: the plain diffusion policy; Crossway's configs use 0.1
   CrosswayInput crossway_input = CrosswayInput::kUnetMid;  // the paper's variant (C)
+  // What the U-Net sees of each frame (observation_readout.h). The struct's defaults build the
+  // original network (class token, no shift); `policy train`'s defaults are in policy_defaults().
+  ObservationReadoutOptions readout;
+  // Diffusion Policy's random crop as a shift: in training each frame moves by up to +-obs_shift
+  // pixels of the encoder's input (edge padding); evaluation sees it unshifted (the centre crop).
+  int64_t obs_shift = 0;
 };
 
 // Normalisation constants fitted on the demonstrations (DP's LinearNormalizer, limits mode).
@@ -67,6 +74,14 @@ class DiffusionPolicy : public torch::nn::Module {
   // actions to execute [B, action_horizon, action_dim] in workspace units.
   at::Tensor predict_action(const at::Tensor& images, const at::Tensor& agent_pos, at::Generator& generator);
 
+  // The image probe's pieces (pipelines/policy_probe.h). Per-window epsilon MSE [B] with the
+  // given noise [B, pred_horizon, action_dim] and timesteps [B] (no shift: the evaluation view).
+  at::Tensor denoising_error(const at::Tensor& images, const at::Tensor& agent_pos, const at::Tensor& actions,
+                             const at::Tensor& noise, const at::Tensor& timesteps);
+  // What the readout gives the U-Net per frame: images [B, To, 3, S, S] -> [B, To, feature_dim()].
+  at::Tensor observation_features(const at::Tensor& images);
+  int64_t feature_dim() const;
+
   // The encoder's input side S and its attention GFLOPs per image.
   int64_t image_size() const;
   double encoder_attention_gflops() const;
@@ -76,19 +91,30 @@ class DiffusionPolicy : public torch::nn::Module {
  private:
   // [B, To, ...] observations -> global_cond [B, To * (D + lowdim)] (and the encoder's view of
   // the images, [B * To, 3, S, S] in [-1, 1], Crossway's reconstruction target).
-  at::Tensor global_condition(const at::Tensor& images, const at::Tensor& agent_pos, at::Tensor* encoder_images);
+  // `shift_generator`: draws the training shift (null: no shift).
+  at::Tensor global_condition(const at::Tensor& images, const at::Tensor& agent_pos, at::Tensor* encoder_images,
+                              at::Generator* shift_generator = nullptr);
+  // [B, To, 3, S, S] in [0, 1] -> the encoder's input [B * To, 3, S, S] in [-1, 1] (shifted
+  // when a generator is given and obs_shift > 0), checked against the encoder's size.
+  at::Tensor encoder_input(const at::Tensor& images, at::Generator* shift_generator);
+  at::Tensor encode(const at::Tensor& encoder_images);  // [N, 3, S, S] -> [N, feature_dim()]
   ActionNormalizer action_normalizer() const;
   ActionNormalizer agent_pos_normalizer() const;
 
   DiffusionPolicyConfig config_;
   std::shared_ptr<models::VisionTransformer> encoder_;
   std::shared_ptr<ConditionalUnet1D> unet_;
+  std::shared_ptr<PatchReadout> readout_;     // null: the class token (or --global_pool's mean)
   std::shared_ptr<CrosswayDecoder> decoder_;  // null without Crossway
   DDPMScheduler ddpm_;
   DDIMScheduler ddim_;
   // Normaliser buffers (scale, offset) so that a checkpoint restores them with the weights.
   at::Tensor action_scale_, action_offset_, agent_pos_scale_, agent_pos_offset_;
 };
+
+// Each frame of x [N, C, S, S] moved by a random integer (dy, dx) in [-shift, shift]^2, the
+// border repeated (DrQ's random shift; Diffusion Policy's random crop keeps the frame's size).
+at::Tensor random_shift(const at::Tensor& x, int64_t shift, at::Generator& generator);
 
 // "256,512,1024" -> {256, 512, 1024}; UsageError naming `flag` otherwise.
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag);
