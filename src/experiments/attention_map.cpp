@@ -19,10 +19,10 @@
 #include "data/video_list_dataset.h"
 #include "models/timesformer.h"
 #include "models/vision_transformer.h"
-#include "train/checkpoint.h"
 #include "pipelines/checkpoint_model.h"
 #include "pipelines/video_data.h"
 #include "runtime/cpu_threads.h"
+#include "train/checkpoint.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {

@@ -15,9 +15,9 @@
 #include "data/dataset.h"
 #include "data/transforms.h"
 #include "models/vision_transformer.h"
-#include "train/checkpoint.h"
 #include "pipelines/checkpoint_model.h"
 #include "runtime/cpu_threads.h"
+#include "train/checkpoint.h"
 #include "train/progress_bar.h"
 #include "util/errors.h"
 

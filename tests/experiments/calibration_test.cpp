@@ -13,10 +13,10 @@
 #include "models/vision_transformer.h"
 #include "patterns/pattern_stats.h"
 #include "patterns/pruning_mask.h"
-#include "support/synthetic_idx.h"
-#include "train/checkpoint.h"
 #include "pipelines/checkpoint_model.h"
 #include "pipelines/finetune.h"
+#include "support/synthetic_idx.h"
+#include "train/checkpoint.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {

@@ -22,9 +22,9 @@
 #include "experiments/head_diversity.h"
 #include "models/model_shapes.h"
 #include "models/vision_transformer.h"
+#include "pipelines/checkpoint_model.h"
 #include "support/synthetic_idx.h"
 #include "train/checkpoint.h"
-#include "pipelines/checkpoint_model.h"
 #include "util/errors.h"
 
 namespace sparsevit::experiments {
