@@ -36,9 +36,15 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   const auto eval = nlohmann::json::parse(slurp(run_dir + "/eval.json"));
   ASSERT_EQ(eval.at("per_episode").size(), 2u);
   EXPECT_EQ(eval.at("per_episode")[1].at("seed"), 8);
-  const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind('{')));
+  const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind("\n{") + 1));  // the last line
   EXPECT_GT(summary.at("pruning_ratio").get<double>(), 0.0);  // the encoder's Fibottention
   EXPECT_EQ(summary.at("episodes"), 3);
+  // The image probe ran after training (the last episode: the run trained on all three).
+  ASSERT_TRUE(summary.contains("probe")) << train.describe();
+  EXPECT_EQ(summary.at("probe").at("readout"), "spatial_softmax");
+  EXPECT_EQ(summary.at("probe").at("first_episode"), 2);
+  EXPECT_FALSE(summary.at("probe").at("held_out").get<bool>());
+  EXPECT_NE(train.out.find("loss, images permuted"), std::string::npos) << train.describe();
 
   // Resume to a second epoch: one more metrics line, the same policy description.
   const Result resumed = run("policy train --data_path " + quote(demos) + kTinyPolicy +
@@ -61,6 +67,18 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   EXPECT_LE(r.at("per_episode")[0].at("steps").get<int>(), 12);
   EXPECT_TRUE(fs::exists(fs::path(video) / "episode_3.mp4"));
   EXPECT_TRUE(fs::exists(fs::path(video) / "episode_4.mp4"));
+
+  // policy probe: the checkpoint's readout, episodes chosen by flag, JSON written.
+  const std::string probe_json = (dir.path() / "probe.json").string();
+  const Result p = run("policy probe --resume " + quote(run_dir + "/checkpoint.pt") + " --data_path " + quote(demos) +
+                       " --first_episode 1 --batches 1 --batch_size 8 --threads 1 --output " + quote(probe_json));
+  ASSERT_EQ(p.exit_code, 0) << p.describe();
+  EXPECT_NE(p.out.find("loss, agent pos permuted"), std::string::npos) << p.describe();
+  const auto probe = nlohmann::json::parse(slurp(probe_json));
+  EXPECT_EQ(probe.at("windows"), 8);
+  EXPECT_EQ(probe.at("first_episode"), 1);
+  EXPECT_FALSE(probe.at("held_out").get<bool>());  // the run trained on every episode
+  EXPECT_EQ(probe.at("readout"), "spatial_softmax");
 }
 
 TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {
@@ -74,6 +92,8 @@ TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {
   EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
   expect_usage_error(run("policy train --crossway_input bogus --data_path " + quote(junk)), "crossway");
   expect_usage_error(run("policy eval"), "--resume");
+  expect_usage_error(run("policy probe --data_path " + quote(junk)), "--resume");
+  expect_usage_error(run("policy train --obs_readout bogus --data_path " + quote(junk)), "readout");
   r = run("policy eval --resume " + quote(junk));
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_EQ(r.stderr_lines(), 1) << r.describe();
