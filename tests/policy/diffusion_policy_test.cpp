@@ -17,24 +17,14 @@
 #include "policy/episode_batches.h"
 #include "policy/observation_images.h"
 #include "policy/policy_actor.h"
+#include "policy/tiny_policy.h"
 #include "util/errors.h"
 
 namespace sparsevit::policy {
 namespace {
 
-// A policy small enough for unit tests: 16x16 images, patch 8 (N = 5), a 2-level U-Net.
 DiffusionPolicyConfig tiny_config(double crossway_weight = 0) {
-  DiffusionPolicyConfig c;
-  c.encoder_model = "vit_nano_patch8_48";
-  c.encoder.img_size = 16;
-  c.encoder.depth = 1;
-  c.encoder.embed_dim = 16;
-  c.encoder.num_heads = 2;
-  c.pred_horizon = 8;
-  c.action_horizon = 4;
-  c.step_embed_dim = 8;
-  c.down_dims = {16, 32};
-  c.n_groups = 4;
+  DiffusionPolicyConfig c = testing::tiny_policy_config();
   c.inference_steps = 8;
   c.crossway_weight = crossway_weight;
   return c;

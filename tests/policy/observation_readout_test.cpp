@@ -13,6 +13,7 @@
 
 #include "models/model_description.h"
 #include "policy/diffusion_policy.h"
+#include "policy/tiny_policy.h"
 #include "util/errors.h"
 
 namespace sparsevit::policy {
@@ -100,16 +101,7 @@ TEST(ObservationReadout, RandomShiftMovesWholeFramesWithinTheRangeAndRepeatsEdge
 }
 
 DiffusionPolicyConfig tiny(ObservationReadout readout) {
-  DiffusionPolicyConfig c;
-  c.encoder.img_size = 16;
-  c.encoder.depth = 1;
-  c.encoder.embed_dim = 16;
-  c.encoder.num_heads = 2;
-  c.pred_horizon = 8;
-  c.action_horizon = 4;
-  c.step_embed_dim = 8;
-  c.down_dims = {16, 32};
-  c.n_groups = 4;
+  DiffusionPolicyConfig c = testing::tiny_policy_config();
   c.inference_steps = 4;
   c.readout.kind = readout;
   c.readout.num_kp = 4;
