@@ -20,6 +20,7 @@ struct CollectOptions {
   envs::DemonstrationOptions demo;
   std::string output;
   bool all = false;
+  std::string expert = "smooth";
   int threads = 0;  // 0: every core
 };
 
@@ -28,6 +29,8 @@ inline constexpr int kProgressEvery = 10;
 void run_collect(const CollectOptions& o) {
   envs::DemonstrationOptions demo = o.demo;
   demo.successful_only = !o.all;
+  // Validated by the option's check: "smooth" is the default config.
+  if (o.expert == "waypoints") demo.expert = envs::PushTExpertConfig::waypoints();
   demo.threads = static_cast<int>(runtime::resolve_cpu_threads(o.threads));
   const auto progress = [](const envs::DemonstrationProgress& p) {
     if (p.episodes_run % kProgressEvery != 0) return;
@@ -61,6 +64,11 @@ void add_policy_collect_command(CLI::App* policy) {
   add_named_option(cmd, "image-size", o->demo.image_size, "observation image side in pixels")->check(CLI::Range(1, 4096));
   cmd->add_option(option_names("output"), o->output, "output file (.episodes)")->required();
   cmd->add_flag(option_names("all"), o->all, "keep the episodes the expert fails too");
+  cmd->add_option(option_names("expert"), o->expert,
+                  "smooth: commands within 30 px of the agent, a function of the state alone; waypoints: the "
+                  "expert before issue #32 (waypoints up to ~75 px ahead, contact hysteresis)")
+      ->check(CLI::IsMember({"smooth", "waypoints"}))
+      ->capture_default_str();
   add_named_option(cmd, "threads", o->threads, "episodes run at once (0: every core)")->check(CLI::NonNegativeNumber);
   cmd->callback([o] { run_collect(*o); });
 }

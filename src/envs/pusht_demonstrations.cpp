@@ -26,7 +26,7 @@ RecordedEpisode record_episode(std::uint64_t seed, const DemonstrationOptions& o
   PushTConfig config;
   config.max_steps = o.max_steps;
   PushTEnv env(config);
-  PushTExpertActor expert;
+  PushTExpertActor expert(o.expert);
   RecordedEpisode e;
   RolloutOptions rollout;
   rollout.image_size = o.image_size;

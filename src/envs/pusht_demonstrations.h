@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "envs/pusht_expert.h"
 #include "episodes/episode_set.h"
 
 namespace sparsevit::envs {
@@ -18,6 +19,7 @@ struct DemonstrationOptions {
   bool successful_only = true;   // skip (and count) episodes the expert fails
   int max_steps = 300;           // steps per episode at most
   int threads = 1;               // episodes run at once (>= 1)
+  PushTExpertConfig expert;      // the default: bounded commands, no memory (docs/pusht.md)
 };
 
 // Counts so far (after each episode, in seed order) or in total.

@@ -179,11 +179,28 @@ bool plan_path(const Pose2& pose, const Obstacle& tee, double clearance, Point2 
 
 }  // namespace
 
+PushTExpertConfig PushTExpertConfig::waypoints() {
+  PushTExpertConfig c;
+  c.hysteresis = 0.5;
+  c.max_command_distance = 0.0;
+  c.travel_scale = 0.0;
+  return c;
+}
+
 PushTExpert::PushTExpert(PushTExpertConfig config) : config_(config) {}
+
+Point2 PushTExpert::act(const PushTState& s) {
+  const Point2 target = plan(s);
+  const Point2 agent{s.agent_x, s.agent_y};
+  const Point2 d = target - agent;
+  const double len = norm(d);
+  if (config_.max_command_distance <= 0.0 || len <= config_.max_command_distance) return target;
+  return agent + (config_.max_command_distance / len) * d;
+}
 
 void PushTExpert::reset() { contact_ = -1; }
 
-Point2 PushTExpert::act(const PushTState& s) {
+Point2 PushTExpert::plan(const PushTState& s) {
   static const std::vector<Contact> contacts = make_contacts();
   const Pose2 pose{s.block_x, s.block_y, s.block_angle};
   const Point2 agent{s.agent_x, s.agent_y};
@@ -199,7 +216,7 @@ Point2 PushTExpert::act(const PushTState& s) {
   // ω = j (r × n) / I, j = 1 / (1/m + (r × n)² / I) (kinematic pusher, frictionless contact,
   // the block at rest before each substep). Score: the rate the weighted pose error falls.
   struct Scored {
-    double score = -kInf, step = 0.0;
+    double score = -kInf, step = 0.0, rank = -kInf;
   };
   std::vector<Scored> scored(contacts.size());
   std::vector<int> order;
@@ -214,15 +231,20 @@ Point2 PushTExpert::act(const PushTState& s) {
     const double omega = j * k / kTeeInertia;
     const double rate = dot(error_p, v) + w2 * error_a * omega;
     const double gain = dot(v, v) + w2 * omega * omega;
-    scored[i] = {rate, rate / gain};
+    // Contacts far from the agent cost a detour: rank by the rate discounted by the distance
+    // to the contact, which also keeps the agent on the contact it is at (stickiness read off
+    // the state, not remembered).
+    const double travel = norm(agent - (p - kR * n));
+    const double rank = config_.travel_scale > 0.0 ? rate / (1.0 + travel / config_.travel_scale) : rate;
+    scored[i] = {rate, rate / gain, rank};
     if (rate > 0.0) order.push_back(static_cast<int>(i));
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scored[a].score > scored[b].score; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scored[a].rank > scored[b].rank; });
   if (order.empty()) return clamp_to_workspace(agent);
   // Overlapping the block (a reset can start so): leave it first.
   if (tee.distance(agent) < kR - 2.0) return clamp_to_workspace(exit_point(pose, tee, agent, kR + config_.clearance));
   // The current contact stays while it is nearly as good as the best (switching costs a detour).
-  if (contact_ >= 0 && scored[contact_].score > 0.0 && scored[contact_].score >= config_.hysteresis * scored[order[0]].score) {
+  if (config_.hysteresis < 1.0 && contact_ >= 0 && scored[contact_].score > 0.0 && scored[contact_].rank >= config_.hysteresis * scored[order[0]].rank) {
     order.erase(std::remove(order.begin(), order.end(), contact_), order.end());
     order.insert(order.begin(), contact_);
   }
