@@ -44,9 +44,12 @@ void add_policy_eval_command(CLI::App* policy) {
     eo.observation_image_size = description.model.observation_image_size;
     eo.save_video = o->save_video;
     const pipelines::PolicyEvalResult r = pipelines::evaluate_policy(*model, eo, std::cout);
-    std::cout << fmt::format("success rate      : {:.1f}% ({} episodes, seeds {}..{})\n", 100 * r.success_rate,
-                             r.episodes.size(), o->seed, o->seed + o->episodes - 1)
-              << fmt::format("mean max coverage : {:.3f}\n", r.mean_max_coverage)
+    std::cout << fmt::format("score             : {:.3f} (do nothing: {:.3f})\n", r.score, r.floor.score)
+              << fmt::format("success rate      : {:.1f}% ({} episodes, seeds {}..{}; do nothing: {:.1f}%)\n",
+                             100 * r.success_rate, r.episodes.size(), o->seed, o->seed + o->episodes - 1,
+                             100 * r.floor.success_rate)
+              << fmt::format("mean max coverage : {:.3f} (do nothing: {:.3f})\n", r.mean_max_coverage,
+                             r.floor.mean_max_coverage)
               << fmt::format("time              : {:.1f} s\n", r.seconds);
     if (!o->output.empty()) write_file_atomically(o->output, r.to_json().dump(2) + "\n");
   });

@@ -15,6 +15,9 @@ PushTObservation observe(const PushTEnv& env, int image_size) {
   const PushTState s = env.state();
   obs.agent_x = s.agent_x;
   obs.agent_y = s.agent_y;
+  obs.block_x = s.block_x;
+  obs.block_y = s.block_y;
+  obs.block_angle = s.block_angle;
   return obs;
 }
 
@@ -44,6 +47,7 @@ RolloutResult run_pusht_rollout(PushTEnv& env, PushTActor& actor, std::uint64_t 
       ++result.steps;
       result.max_coverage = std::max(result.max_coverage, step.coverage);
       result.final_coverage = step.coverage;
+      result.max_reward = std::max(result.max_reward, step.reward);
       result.success = result.success || step.success;
       if (on_step) on_step(history.back(), before, action, step);
       if (step.done || result.steps >= options.max_steps) return result;
@@ -56,6 +60,10 @@ RolloutResult run_pusht_rollout(PushTEnv& env, PushTActor& actor, std::uint64_t 
 
 std::vector<Point2> PushTExpertActor::act(const std::vector<PushTObservation>& /*history*/, const PushTState& state) {
   return {expert_.act(state)};
+}
+
+std::vector<Point2> PushTDoNothingActor::act(const std::vector<PushTObservation>& history, const PushTState&) {
+  return {{history.back().agent_x, history.back().agent_y}};
 }
 
 }  // namespace sparsevit::envs

@@ -14,11 +14,13 @@
 namespace sparsevit::envs {
 
 // What a learned policy may see at one step: the rendered image (image_size² × 3, HWC RGB) and
-// the agent position (Diffusion Policy's pusht image observation: `image` and `agent_pos`).
+// the agent position (Diffusion Policy's pusht image observation: `image` and `agent_pos`), and
+// the block pose, which only low-dimensional policies read (DP's pusht low-dim observation).
 struct PushTObservation {
   std::vector<std::uint8_t> image;
   int image_size = 0;
   double agent_x = 0.0, agent_y = 0.0;
+  double block_x = 0.0, block_y = 0.0, block_angle = 0.0;
 };
 
 // Anything that acts in PushT: the scripted expert, a trained policy (implemented elsewhere).
@@ -45,6 +47,7 @@ struct RolloutResult {
   bool success = false;        // coverage > the env's success threshold at some step
   double max_coverage = 0.0;   // best coverage over the episode's steps
   double final_coverage = 0.0; // coverage after the last step
+  double max_reward = 0.0;     // best reward = min(max coverage / success threshold, 1): DP's score of the episode
   int steps = 0;               // control steps executed
 };
 
@@ -71,6 +74,14 @@ class PushTExpertActor : public PushTActor {
 
  private:
   PushTExpert expert_;
+};
+
+// The floor every score is read against: commands the agent's observed position, so the agent
+// stays where it starts and the block where it lies (what a policy that learned nothing scores).
+class PushTDoNothingActor : public PushTActor {
+ public:
+  void reset() override {}
+  std::vector<Point2> act(const std::vector<PushTObservation>& history, const PushTState& state) override;
 };
 
 }  // namespace sparsevit::envs

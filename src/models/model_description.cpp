@@ -128,6 +128,7 @@ PolicyModelDescription read_policy(const nlohmann::json& m) {
   d.observation_image_size = m.at("observation_image_size").get<int64_t>();
   // Written since the spatial readouts (issue #32); older checkpoints hold class-token policies.
   d.obs_readout = m.value("obs_readout", std::string("cls"));
+  d.obs_type = m.value("obs_type", std::string("image"));
   d.num_kp = m.value("num_kp", int64_t{32});
   d.obs_shift = m.value("obs_shift", int64_t{0});
   return d;
@@ -148,6 +149,7 @@ nlohmann::json policy_json(const PolicyModelDescription& d) {
   j["crossway_input"] = d.crossway_input;
   j["observation_image_size"] = d.observation_image_size;
   j["obs_readout"] = d.obs_readout;
+  j["obs_type"] = d.obs_type;
   j["num_kp"] = d.num_kp;
   j["obs_shift"] = d.obs_shift;
   return j;

@@ -71,6 +71,7 @@ struct PolicyModelDescription {
   double crossway_weight = 0;
   std::string crossway_input = "mid";  // | obs
   int64_t observation_image_size = 96;
+  std::string obs_type = "image";   // | lowdim (older checkpoints: image)
   std::string obs_readout = "cls";  // | spatial_softmax | attention_pool | flatten (older checkpoints: cls)
   int64_t num_kp = 32;              // spatial_softmax keypoints
   int64_t obs_shift = 0;            // training-time random shift in pixels (older checkpoints: none)

@@ -33,6 +33,7 @@ policy::DiffusionPolicyConfig policy_config(const TrainConfig& c, const config::
   p.readout.kind = policy::parse_observation_readout(c.obs_readout);
   p.readout.num_kp = c.num_kp;
   p.obs_shift = c.obs_shift;
+  p.observation = policy::parse_policy_observation(c.obs_type);
   return p;
 }
 
@@ -61,6 +62,7 @@ PolicyDescription policy_description(const TrainConfig& c, int64_t observation_i
   m.obs_readout = c.obs_readout;
   m.num_kp = p.readout.num_kp;
   m.obs_shift = p.obs_shift;
+  m.obs_type = c.obs_type;
   return d;
 }
 
@@ -90,6 +92,7 @@ std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint
   c.obs_readout = m.obs_readout;
   c.num_kp = m.num_kp;
   c.obs_shift = m.obs_shift;
+  c.obs_type = m.obs_type;
   d.config = policy_config(c, m.attention.spec);
   return d;
 }

@@ -4,8 +4,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "analysis/attention_report.h"
@@ -15,6 +21,7 @@
 #include "pipelines/policy_checkpoint.h"
 #include "pipelines/run_setup.h"
 #include "policy/episode_batches.h"
+#include "policy/eval_mode_scope.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/metrics_log.h"
@@ -55,13 +62,68 @@ class PolicyTask : public train::TrainTask {
   int64_t batches_ = 0;
 };
 
-// DP's LinearNormalizer fit on every step of the demonstrations (actions; agent positions =
-// state columns 0 and 1).
-policy::PolicyNormalizers fit_normalizers(const episodes::EpisodeSet& set) {
-  const int64_t n = set.steps();
-  const at::Tensor state = at::from_blob(const_cast<float*>(set.state.data()), {n, set.state_dim}, at::kFloat);
+// DP's LinearNormalizer fit on every step of the demonstrations (actions; the low-dim vector:
+// agent positions = state columns 0 and 1, or the low-dim policy's agent position + block pose).
+policy::PolicyNormalizers fit_normalizers(const episodes::EpisodeSet& set, policy::PolicyObservation observation) {
+  const int64_t n = set.steps(), ld = policy::lowdim_dim(observation);
+  at::Tensor lowdim = at::empty({n, ld}, at::kFloat);
+  float* out = lowdim.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) policy::lowdim_features(observation, set.state.data() + i * set.state_dim, out + i * ld);
   const at::Tensor action = at::from_blob(const_cast<float*>(set.action.data()), {n, set.action_dim}, at::kFloat);
-  return {policy::ActionNormalizer::fit(action.clone()), policy::ActionNormalizer::fit(state.narrow(1, 0, 2).clone())};
+  return {policy::ActionNormalizer::fit(action.clone()), policy::ActionNormalizer::fit(lowdim)};
+}
+
+// The validation loss (DP's val_loss): mean epsilon MSE over `batches` batches of the held-out
+// episodes' windows, with the same windows, noise and timesteps every epoch (one generator seeded
+// the same), so that epochs compare.
+class ValidationLoss {
+ public:
+  ValidationLoss(std::shared_ptr<const episodes::EpisodeSet> demos, const policy::EpisodeBatchOptions& train_options,
+                 const std::vector<bool>& held_out, int64_t batches, uint64_t seed)
+      : batches_(batches), seed_(seed) {
+    policy::EpisodeBatchOptions o = train_options;
+    o.drop_last = false;
+    o.rank = 0;
+    o.world_size = 1;
+    source_.emplace(std::move(demos), o, held_out);
+  }
+  double operator()(policy::DiffusionPolicy& policy) {
+    const policy::DiffusionPolicyConfig& pc = policy.config();
+    policy::EvalModeScope eval_mode(policy);
+    at::NoGradGuard no_grad;
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed_);
+    source_->set_epoch(0);
+    double sum = 0;
+    int64_t windows = 0;
+    data::Batch batch;
+    for (int64_t i = 0; i < batches_ && source_->next(batch); ++i) {
+      const at::Tensor& actions = batch.extras.at("action");
+      const int64_t b = actions.size(0);
+      const at::Tensor eps = at::randn({b, pc.pred_horizon, pc.action_dim}, gen, at::kFloat);
+      const at::Tensor t = at::randint(0, pc.noise.num_train_timesteps, {b}, gen, at::TensorOptions(at::kLong));
+      sum += policy.denoising_error(batch.images, batch.extras.at("agent_pos"), actions, eps, t).sum().item<double>();
+      windows += b;
+    }
+    return windows > 0 ? sum / static_cast<double>(windows) : 0.0;
+  }
+
+ private:
+  std::optional<policy::EpisodeBatchSource> source_;
+  int64_t batches_;
+  uint64_t seed_;
+};
+
+// The best validation loss of the epochs before `first_epoch` in a resumed run's metrics.jsonl.
+double best_recorded_val_loss(const std::string& output_dir, int64_t first_epoch) {
+  double best = std::numeric_limits<double>::infinity();
+  std::ifstream in(output_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (r.is_object() && r.contains("val_loss") && r.value("epoch", int64_t{-1}) < first_epoch)
+      best = std::min(best, r["val_loss"].get<double>());
+  }
+  return best;
 }
 
 }  // namespace
@@ -91,7 +153,8 @@ TrainConfig policy_defaults() {
 }
 
 nlohmann::json PolicyTrainSummary::to_json() const {
-  nlohmann::json j = {{"train_loss", train_loss},
+  nlohmann::json j = {{"obs_type", obs_type},
+                      {"train_loss", train_loss},
                       {"first_epoch_loss", first_epoch_loss},
                       {"reconstruction_loss", reconstruction_loss},
                       {"params", params},
@@ -103,11 +166,25 @@ nlohmann::json PolicyTrainSummary::to_json() const {
                       {"seconds", seconds},
                       {"world_size", world_size},
                       {"checkpoint", checkpoint}};
+  if (validated) {
+    j["best_val_loss"] = best_val_loss;
+    j["best_epoch"] = best_epoch;
+  }
+  if (!evaluated_checkpoint.empty()) j["evaluated_checkpoint"] = evaluated_checkpoint;
   if (probed) j["probe"] = probe.to_json();
   if (evaluated) {
+    j["score"] = eval.score;
     j["success_rate"] = eval.success_rate;
     j["mean_max_coverage"] = eval.mean_max_coverage;
     j["eval_episodes"] = static_cast<int64_t>(eval.episodes.size());
+    if (eval.has_floor)
+      j["do_nothing"] = {{"score", eval.floor.score}, {"success_rate", eval.floor.success_rate},
+                         {"mean_max_coverage", eval.floor.mean_max_coverage}};
+  }
+  if (evaluated_train) {
+    j["train_seeds"] = {{"score", eval_train.score}, {"success_rate", eval_train.success_rate},
+                        {"mean_max_coverage", eval_train.mean_max_coverage},
+                        {"episodes", static_cast<int64_t>(eval_train.episodes.size())}};
   }
   return j;
 }
@@ -117,10 +194,11 @@ std::string PolicyTrainSummary::to_text() const {
                               "(pruning ratio {:.4f}); loss {:.4f} -> {:.4f} in {} epochs, {:.0f} s",
                               episodes, windows, params / 1e6, encoder_attention_gflops, pruning_ratio,
                               first_epoch_loss, train_loss, epochs_run, seconds);
+  if (validated) s += fmt::format("\nbest validation loss {:.4f} at epoch {}", best_val_loss, best_epoch + 1);
+  if (!evaluated_checkpoint.empty()) s += "\nevaluated: " + evaluated_checkpoint;
   if (probed) s += "\n" + probe.to_table();
-  if (evaluated)
-    s += fmt::format("\nclosed loop: success {:.1f}% of {} episodes, mean max coverage {:.3f}", 100 * eval.success_rate,
-                     eval.episodes.size(), eval.mean_max_coverage);
+  if (evaluated) s += "\nclosed loop, held-out seeds: " + eval_line(eval);
+  if (evaluated_train) s += "\nclosed loop, training seeds: " + eval_line(eval_train);
   return s;
 }
 
@@ -141,7 +219,8 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   if (!c.resume.empty()) ckpt.emplace(c.resume);
   const PolicyDescription description = policy_description(c, demos->image_height);
   auto model = std::make_shared<policy::DiffusionPolicy>(description.config);
-  if (!ckpt) model->set_normalizers(fit_normalizers(*demos));  // a resumed run restores them
+  const policy::PolicyObservation observation = description.config.observation;
+  if (!ckpt) model->set_normalizers(fit_normalizers(*demos, observation));  // a resumed run restores them
 
   policy::EpisodeBatchOptions bo;
   bo.obs_horizon = c.obs_horizon;
@@ -152,6 +231,7 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   bo.seed = static_cast<uint64_t>(c.seed);
   bo.rank = process.rank();
   bo.world_size = world;
+  bo.observation = observation;
   policy::EpisodeBatchSource loader(demos, bo, mask);
   if (loader.num_batches() == 0) throw UsageError("the demonstrations have fewer windows than one batch");
 
@@ -162,16 +242,24 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   summary.windows = loader.num_windows();
   for (const auto& p : model->parameters())
     if (p.requires_grad()) summary.params += p.numel();
-  const models::VitConfig& vc = model->encoder().config();
-  const analysis::AttentionReport report =
-      analysis::attention_report(vc.attention, vc.attention_geometry(), model->encoder().layer_patterns());
-  summary.encoder_attention_gflops = report.attention_gflops;  // what `sparsevit flops` reports for the encoder
-  summary.pruning_ratio = report.pruning_ratio;
-  spdlog::info("policy {}: encoder {} ({} tokens, attention {}), {:.2f}M params; {} episodes, {} windows of {} steps "
-               "({}x{} images -> {}), {} threads",
-               c.data_path, c.model, vc.num_tokens(), report.mask.empty() ? report.backend : report.mask, summary.params / 1e6, summary.episodes,
-               summary.windows, c.pred_horizon, demos->image_height, demos->image_width, model->image_size(),
-               process.threads());
+  summary.obs_type = c.obs_type;
+  if (model->has_encoder()) {
+    const models::VitConfig& vc = model->encoder().config();
+    const analysis::AttentionReport report =
+        analysis::attention_report(vc.attention, vc.attention_geometry(), model->encoder().layer_patterns());
+    summary.encoder_attention_gflops = report.attention_gflops;  // what `sparsevit flops` reports for the encoder
+    summary.pruning_ratio = report.pruning_ratio;
+    spdlog::info("policy {}: encoder {} ({} tokens, attention {}), {:.2f}M params; {} episodes, {} windows of {} "
+                 "steps ({}x{} images -> {}), {} threads",
+                 c.data_path, c.model, vc.num_tokens(), report.mask.empty() ? report.backend : report.mask,
+                 summary.params / 1e6, summary.episodes, summary.windows, c.pred_horizon, demos->image_height,
+                 demos->image_width, model->image_size(), process.threads());
+  } else {
+    spdlog::info("policy {}: low-dim (agent position + block pose, no encoder), {:.2f}M params; {} episodes, {} "
+                 "windows of {} steps, {} threads",
+                 c.data_path, summary.params / 1e6, summary.episodes, summary.windows, c.pred_horizon,
+                 process.threads());
+  }
 
   train::OptimizationOptions opt = optimization_options(c, world);
   opt.betas = {0.95, 0.999};
@@ -186,15 +274,35 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   metadata["world_size"] = world;
   metadata["config"] = config_to_json(c, kPolicy);
   std::optional<train::MetricsLog> metrics = open_run_outputs(c, kPolicy, process);
+  // Validation on the episodes --max_train_samples leaves out, with the weights that are
+  // evaluated (the EMA's when the run keeps one).
+  std::optional<ValidationLoss> validation;
+  const bool validate = c.val_batches > 0 && !mask.empty() && process.main_rank();
+  if (validate) validation.emplace(demos, bo, episodes::complement(mask), c.val_batches, static_cast<uint64_t>(c.seed));
+  double best_val = validate && ckpt ? best_recorded_val_loss(c.output_dir, start_epoch)
+                                     : std::numeric_limits<double>::infinity();
   train::EpochHooks hooks;
   hooks.throughput_key = "train_samples_per_second";
   hooks.report = [&](int64_t, const train::EpochStats& stats) {
     summary.reconstruction_loss = task.take_reconstruction_mean();
-    return train::EpochReport{
+    train::EpochReport r{
         {{"reconstruction_loss", summary.reconstruction_loss}},
         fmt::format("loss {:.4f}{}  lr {:.3g}", stats.loss,
                     c.crossway_weight > 0 ? fmt::format(" (reconstruction {:.4f})", summary.reconstruction_loss) : "",
                     stats.lr)};
+    if (validation) {
+      std::optional<train::EmaWeightsScope> ema_weights;
+      if (state.ema()) ema_weights.emplace(*state.ema(), *model);
+      const double val = (*validation)(*model);
+      r.fields["val_loss"] = val;
+      r.text += fmt::format("  val loss {:.4f}", val);
+      if (val < best_val) {
+        best_val = val;
+        r.best = true;
+        r.text += " (best)";
+      }
+    }
+    return r;
   };
   const train::EpochsRun run = train::run_epochs(task, state, loader, process, start_epoch, epoch_checkpoints(c, std::move(metadata)),
                     metrics ? &*metrics : nullptr, hooks);
@@ -202,10 +310,23 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   summary.first_epoch_loss = run.first_loss;
   summary.train_loss = run.last_loss;
   summary.checkpoint = run.checkpoint;
-  std::optional<train::EmaWeightsScope> ema_weights;  // Diffusion Policy evaluates the EMA policy
-  if ((c.eval_episodes > 0 || c.probe_batches > 0) && process.main_rank() && state.ema())
+  // The policy to probe and evaluate: the best epoch by validation loss when there is one (its
+  // EMA weights), else the last epoch's EMA weights, as Diffusion Policy evaluates.
+  std::shared_ptr<policy::DiffusionPolicy> chosen = model;
+  const std::string best_path = c.output_dir.empty() ? "" : c.output_dir + "/checkpoint-best.pt";
+  std::optional<train::EmaWeightsScope> ema_weights;
+  if (validate && std::isfinite(best_val) && std::filesystem::exists(best_path)) {
+    const train::LoadedCheckpoint best(best_path);
+    chosen = load_checkpoint_policy(best);
+    summary.validated = true;
+    summary.best_val_loss = best_val;
+    summary.best_epoch = best.record().epoch;
+    summary.evaluated_checkpoint = best_path;
+  } else if ((c.eval_episodes > 0 || c.probe_batches > 0 || c.eval_train_episodes > 0) && process.main_rank() &&
+             state.ema()) {
     ema_weights.emplace(*state.ema(), *model);
-  if (c.probe_batches > 0 && process.main_rank()) {
+  }
+  if (c.probe_batches > 0 && process.main_rank() && chosen->has_encoder()) {
     policy::ImageProbeOptions po;
     po.batches = c.probe_batches;
     po.batch_size = c.batch_size;
@@ -213,7 +334,7 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
     // Episodes the run did not train on when --max_train_samples left some out.
     const bool held_out = !mask.empty();
     if (held_out) po.first_episode = c.max_train_samples;
-    summary.probe = policy::probe_images(*model, demos, po, held_out);
+    summary.probe = policy::probe_images(*chosen, demos, po, held_out);
     summary.probed = true;
   }
   if (c.eval_episodes > 0 && process.main_rank()) {
@@ -222,10 +343,20 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
     eo.first_seed = c.eval_seed;
     eo.observation_image_size = demos->image_height;
     eo.save_video = c.save_video;
-    summary.eval = evaluate_policy(*model, eo, process.out());
+    summary.eval = evaluate_policy(*chosen, eo, process.out());
     summary.evaluated = true;
     if (!c.output_dir.empty())
       write_file_atomically(c.output_dir + "/eval.json", summary.eval.to_json().dump(2) + "\n");
+  }
+  if (c.eval_train_episodes > 0 && process.main_rank()) {
+    PolicyEvalOptions eo;
+    eo.episodes = c.eval_train_episodes;
+    eo.first_seed = 0;  // `policy collect --seed 0`: the demonstrations' seeds (minus the expert's rare failures)
+    eo.observation_image_size = demos->image_height;
+    summary.eval_train = evaluate_policy(*chosen, eo, process.out());
+    summary.evaluated_train = true;
+    if (!c.output_dir.empty())
+      write_file_atomically(c.output_dir + "/eval_train.json", summary.eval_train.to_json().dump(2) + "\n");
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return summary;

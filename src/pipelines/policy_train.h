@@ -27,8 +27,15 @@ struct PolicyTrainSummary {
   double seconds = 0;
   int64_t rank = 0, world_size = 1;
   std::string checkpoint;
+  std::string obs_type = "image";
+  bool validated = false;        // the validation loss chose the evaluated checkpoint
+  double best_val_loss = 0;
+  int64_t best_epoch = -1;
+  std::string evaluated_checkpoint;  // checkpoint-best.pt when validated ("" : the last epoch's weights)
   bool evaluated = false;
-  PolicyEvalResult eval;
+  PolicyEvalResult eval;             // held-out seeds (eval_seed..)
+  bool evaluated_train = false;
+  PolicyEvalResult eval_train;       // training seeds (0..)
   bool probed = false;  // the image probe ran (--probe_batches > 0)
   policy::ImageProbeResult probe;
   nlohmann::json to_json() const;
@@ -43,9 +50,12 @@ episodes::EpisodeSet read_demonstrations(const std::string& path);
 // weight decay 1e-6, betas 0.95 / 0.999, EMA) on the CPU-sized encoder.
 TrainConfig policy_defaults();
 
-// Trains (fields of train::kPolicy apply), runs the image probe on probe_batches batches (the
-// episodes --max_train_samples left out, else the last 10%, seen in training), then evaluates in
-// closed loop when eval_episodes > 0; both with the EMA weights when the run keeps an EMA.
+// Trains (fields of train::kPolicy apply) with a validation loss each epoch on the episodes
+// --max_train_samples leaves out (val_batches; the best epoch saved as checkpoint-best.pt), runs
+// the image probe on probe_batches batches (those episodes, else the last 10%, seen in training),
+// then evaluates in closed loop on eval_episodes held-out seeds and eval_train_episodes training
+// seeds; all with the best epoch's weights when validated, else the last, EMA weights when the run
+// keeps an EMA.
 PolicyTrainSummary run_policy_train(const TrainConfig& config);
 
 }  // namespace sparsevit::pipelines

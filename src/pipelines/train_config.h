@@ -52,12 +52,15 @@ struct TrainConfig {
   int64_t inference_steps = 100;    // 100: DDPM over every step (DP); fewer: DDIM
   double crossway_weight = 0;       // Crossway Diffusion's reconstruction loss weight (0: plain DP)
   std::string crossway_input = "mid";  // mid: the U-Net's mid features (the paper) | obs: the observation features
+  std::string obs_type = "image";   // image: ViT encoder + agent position | lowdim: agent position + block pose, no encoder
   std::string obs_readout = "spatial_softmax";  // the encoder's readout (policy/observation_readout.h) | cls | ...
   int64_t num_kp = 32;              // spatial softmax keypoints (Diffusion Policy / robomimic: 32)
   int64_t obs_shift = 4;            // training frames shifted by up to +-N px of the encoder's input (0: off)
   int64_t probe_batches = 4;        // image probe after training: batches of windows (0: none)
   int64_t eval_episodes = 50;       // closed-loop episodes after training and in `policy eval`
   int64_t eval_seed = 100000;       // episode i starts from reset(eval_seed + i)
+  int64_t eval_train_episodes = 0;  // closed-loop episodes on the demonstrations' seeds 0.. (fitting vs generalising)
+  int64_t val_batches = 8;          // validation loss each epoch on the held-out episodes (--max_train_samples)
   std::string save_video;           // folder for rollout videos ("" : none; .mp4 per episode, or PNG frames)
   // optimisation (DeiT recipe)
   int64_t epochs = 3;
@@ -206,6 +209,10 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.crossway_input, one_of("crossway_input", "what Crossway decodes: mid (the U-Net's mid features, the paper) | "
                                                    "obs (the observation features, the released configs)",
                                  {"mid", "obs"}).only(kPolicy));
+  visit(c.obs_type, one_of("obs_type", "what the policy observes: image (the ViT encoder's readout of each frame + "
+                                       "the agent position) | lowdim (agent position + block pose, no encoder: the "
+                                       "baseline that needs no vision)",
+                           {"image", "lowdim"}).only(kPolicy));
   visit(c.obs_readout, one_of("obs_readout", "how the U-Net reads each frame's ViT tokens: spatial_softmax "
                                              "(Diffusion Policy's keypoints over the patch grid) | attention_pool "
                                              "(learned queries over the patch tokens) | flatten (a linear map of all "
@@ -220,6 +227,13 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.eval_episodes, non_negative("eval_episodes", "closed-loop PushT episodes after training (0: none)", run)
                              .only(kPolicy));
   visit(c.eval_seed, non_negative("eval_seed", "episode i starts from reset(eval_seed + i)", run).only(kPolicy));
+  visit(c.eval_train_episodes, non_negative("eval_train_episodes", "also evaluate on this many training seeds (the "
+                                                                   "demonstrations' seeds 0..; eval_train.json)", run)
+                                   .only(kPolicy));
+  visit(c.val_batches, non_negative("val_batches", "validation loss each epoch on this many batches of the episodes "
+                                                   "--max_train_samples leaves out; the best epoch is kept as "
+                                                   "checkpoint-best.pt and evaluated (0: none)", run)
+                           .only(kPolicy));
   visit(c.save_video, any("save_video", "write rollout videos here (.mp4 per episode; a folder ending in /png: PNG "
                                         "frames)", run).only(kPolicy));
   visit(c.epochs, non_negative("epochs", "training epochs"));

@@ -67,18 +67,21 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag
 DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
     : config_(std::move(config)), ddpm_(config_.noise), ddim_(config_.noise) {
   check_config(config_);
-  encoder_ = register_module("obs_encoder", models::create_model(config_.encoder_model, encoder_options(config_)));
-  const models::VitConfig vc = encoder_config(config_);
-  if (config_.readout.kind != ObservationReadout::kClassToken) {
+  const bool image = config_.observation == PolicyObservation::kImage;
+  if (image)
+    encoder_ = register_module("obs_encoder", models::create_model(config_.encoder_model, encoder_options(config_)));
+  const models::VitConfig vc = image ? encoder_config(config_) : models::VitConfig{};
+  if (image && config_.readout.kind != ObservationReadout::kClassToken) {
     const int64_t grid = vc.img_size / vc.patch_size;
     readout_ = register_module("obs_readout",
                                std::make_shared<PatchReadout>(config_.readout, vc.embed_dim, grid, grid, vc.num_heads));
   }
-  const int64_t cond = config_.obs_horizon * (feature_dim() + config_.lowdim_dim);
+  const int64_t cond = config_.obs_horizon * (feature_dim() + lowdim_dim());
   unet_ = register_module("model", std::make_shared<ConditionalUnet1D>(config_.action_dim, cond, config_.step_embed_dim,
                                                                       config_.down_dims, config_.kernel_size,
                                                                       config_.n_groups));
   if (config_.crossway_weight > 0) {
+    if (!image) throw UsageError("Crossway reconstructs images: a low-dim policy has none (--crossway_weight 0)");
     CrosswayDecoderOptions d;
     d.input = config_.crossway_input;
     d.feature_dim = d.input == CrosswayInput::kUnetMid ? unet_->mid_dim() : cond;
@@ -99,16 +102,18 @@ DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
   auto zeros = [](int64_t n) { return at::zeros({n}, at::kFloat); };
   action_scale_ = register_buffer("action_scale", ones(config_.action_dim));
   action_offset_ = register_buffer("action_offset", zeros(config_.action_dim));
-  agent_pos_scale_ = register_buffer("agent_pos_scale", ones(config_.lowdim_dim));
-  agent_pos_offset_ = register_buffer("agent_pos_offset", zeros(config_.lowdim_dim));
+  // Named agent_pos_* for the checkpoints written before low-dim policies; they normalise the
+  // whole low-dim vector.
+  agent_pos_scale_ = register_buffer("agent_pos_scale", ones(lowdim_dim()));
+  agent_pos_offset_ = register_buffer("agent_pos_offset", zeros(lowdim_dim()));
 }
 
 void DiffusionPolicy::set_normalizers(const PolicyNormalizers& n) {
   at::NoGradGuard no_grad;
-  if (n.action.dim() != config_.action_dim || n.agent_pos.dim() != config_.lowdim_dim)
+  if (n.action.dim() != config_.action_dim || n.agent_pos.dim() != lowdim_dim())
     throw UsageError("normalizers of dimensions " + std::to_string(n.action.dim()) + " / " +
                      std::to_string(n.agent_pos.dim()) + " for a policy of " + std::to_string(config_.action_dim) +
-                     " / " + std::to_string(config_.lowdim_dim));
+                     " / " + std::to_string(lowdim_dim()));
   action_scale_.copy_(n.action.scale());
   action_offset_.copy_(n.action.offset());
   agent_pos_scale_.copy_(n.agent_pos.scale());
@@ -124,11 +129,12 @@ ActionNormalizer DiffusionPolicy::agent_pos_normalizer() const {
   return ActionNormalizer(agent_pos_scale_, agent_pos_offset_);
 }
 
-int64_t DiffusionPolicy::image_size() const { return encoder_->config().img_size; }
+int64_t DiffusionPolicy::image_size() const { return encoder_ ? encoder_->config().img_size : 0; }
 
-double DiffusionPolicy::encoder_attention_gflops() const { return encoder_->attention_gflops_now(); }
+double DiffusionPolicy::encoder_attention_gflops() const { return encoder_ ? encoder_->attention_gflops_now() : 0.0; }
 
 int64_t DiffusionPolicy::feature_dim() const {
+  if (!encoder_) return 0;
   return readout_ ? readout_->feature_dim() : encoder_config(config_).embed_dim;
 }
 
@@ -162,19 +168,23 @@ at::Tensor DiffusionPolicy::encode(const at::Tensor& x) {
 }
 
 at::Tensor DiffusionPolicy::observation_features(const at::Tensor& images) {
+  if (!encoder_) throw UsageError("a low-dim policy has no image features");
   return encode(encoder_input(images, nullptr)).reshape({images.size(0), config_.obs_horizon, -1});
 }
 
 at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,
                                              at::Tensor* encoder_images, at::Generator* shift_generator) {
-  const int64_t b = images.size(0), to = config_.obs_horizon;
+  const int64_t b = agent_pos.dim() == 3 ? agent_pos.size(0) : -1, to = config_.obs_horizon;
+  if (agent_pos.dim() != 3 || agent_pos.size(1) < to || agent_pos.size(2) != lowdim_dim() ||
+      (encoder_ && images.defined() && images.size(0) != b))
+    throw UsageError("policy agent_pos must be [B, >= " + std::to_string(to) + ", " + std::to_string(lowdim_dim()) +
+                     "], got " + c10::str(agent_pos.sizes()));
+  const at::Tensor pos = agent_pos_normalizer().normalize(agent_pos.narrow(1, 0, to).to(at::kFloat));
+  if (!encoder_) return pos.reshape({b, -1});
+  if (!images.defined()) throw UsageError("an image policy needs images");
   const at::Tensor x = encoder_input(images, shift_generator);
-  if (agent_pos.dim() != 3 || agent_pos.size(0) != b || agent_pos.size(1) < to || agent_pos.size(2) != config_.lowdim_dim)
-    throw UsageError("policy agent_pos must be [B, >= " + std::to_string(to) + ", " +
-                     std::to_string(config_.lowdim_dim) + "], got " + c10::str(agent_pos.sizes()));
   if (encoder_images) *encoder_images = x;
   const at::Tensor features = encode(x);
-  const at::Tensor pos = agent_pos_normalizer().normalize(agent_pos.narrow(1, 0, to).to(at::kFloat));
   return at::cat({features.reshape({b, to, -1}), pos.to(features.scalar_type())}, -1).reshape({b, -1});
 }
 

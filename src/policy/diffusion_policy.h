@@ -3,7 +3,9 @@
 // (Li et al. 2024) as an option: docs/policy.md, "The policy".
 //
 // Observations: the last obs_horizon camera images (RGB in [0, 1], [B, To, 3, S, S] at the
-// encoder's input size) and agent positions ([B, To, 2], workspace pixels). Actions: commanded
+// encoder's input size) and agent positions ([B, To, 2], workspace pixels); a low-dim policy
+// (PolicyObservation::kLowdim) has no encoder and takes no images (pass an undefined tensor), its
+// "agent_pos" is the whole low-dim vector [B, To, 6] (lowdim_observation.h). Actions: commanded
 // agent positions, a chunk of pred_horizon steps of which action_horizon are executed, starting
 // at the last observation (index To - 1), as Diffusion Policy does.
 #pragma once
@@ -18,6 +20,7 @@
 #include "models/model_registry.h"
 #include "policy/action_normalizer.h"
 #include "policy/conditional_unet1d.h"
+#include "policy/lowdim_observation.h"
 #include "policy/crossway_decoder.h"
 #include "policy/noise_scheduler.h"
 #include "policy/observation_readout.h"
@@ -32,7 +35,10 @@ struct DiffusionPolicyConfig {
   std::string encoder_model = "vit_nano_patch8_48";  // a registered ViT (class token or pooled features)
   models::ModelOptions encoder;                      // attention, shape overrides, global_pool
   int64_t obs_horizon = 2, pred_horizon = 16, action_horizon = 8;
-  int64_t action_dim = 2, lowdim_dim = 2;  // PushT: commanded (x, y); agent (x, y)
+  // kImage: ViT features of each frame + the agent position; kLowdim: no encoder, the agent
+  // position and block pose (lowdim_observation.h), the baseline that needs no vision.
+  PolicyObservation observation = PolicyObservation::kImage;
+  int64_t action_dim = 2;  // PushT: commanded (x, y)
   int64_t step_embed_dim = 128;            // Diffusion Policy's PushT image config
   std::vector<int64_t> down_dims = {256, 512, 1024};
   int64_t kernel_size = 5, n_groups = 8;
@@ -82,7 +88,9 @@ class DiffusionPolicy : public torch::nn::Module {
   at::Tensor observation_features(const at::Tensor& images);
   int64_t feature_dim() const;
 
-  // The encoder's input side S and its attention GFLOPs per image.
+  // The encoder's input side S (0 without an encoder) and its attention GFLOPs per image.
+  bool has_encoder() const { return encoder_ != nullptr; }
+  int64_t lowdim_dim() const { return policy::lowdim_dim(config_.observation); }
   int64_t image_size() const;
   double encoder_attention_gflops() const;
   const DiffusionPolicyConfig& config() const { return config_; }

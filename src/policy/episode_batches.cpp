@@ -11,10 +11,14 @@
 namespace sparsevit::policy {
 namespace {
 
-const episodes::EpisodeSet& checked(const std::shared_ptr<const episodes::EpisodeSet>& set) {
+const episodes::EpisodeSet& checked(const std::shared_ptr<const episodes::EpisodeSet>& set, PolicyObservation observation) {
   if (!set) throw UsageError("policy data: no demonstrations");
-  if (set->image_bytes() <= 0) throw UsageError("policy data: the demonstrations have no images");
-  if (set->state_dim < 2) throw UsageError("policy data: the state needs the agent position in columns 0 and 1");
+  const bool image = observation == PolicyObservation::kImage;
+  if (image && set->image_bytes() <= 0) throw UsageError("policy data: the demonstrations have no images");
+  if (image && set->state_dim < 2) throw UsageError("policy data: the state needs the agent position in columns 0 and 1");
+  if (!image && set->state_dim != kPushTStateDim)
+    throw UsageError("policy data: a low-dim policy needs PushT's state (agent x, y, block x, y, angle), got " +
+                     std::to_string(set->state_dim) + " columns");
   return *set;
 }
 
@@ -24,7 +28,7 @@ EpisodeBatchSource::EpisodeBatchSource(std::shared_ptr<const episodes::EpisodeSe
                                        const EpisodeBatchOptions& options, const std::vector<bool>& episode_mask)
     : set_(std::move(set)),
       options_(options),
-      sampler_(checked(set_), options.pred_horizon, options.obs_horizon - 1, options.action_horizon - 1, episode_mask) {
+      sampler_(checked(set_, options.observation), options.pred_horizon, options.obs_horizon - 1, options.action_horizon - 1, episode_mask) {
   if (sampler_.size() == 0) throw UsageError("policy data: no training window in the demonstrations");
   if (options_.batch_size < 1 || options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
     throw UsageError("policy data: bad batch size or rank");
@@ -59,8 +63,10 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   const int64_t to = options_.obs_horizon, tp = options_.pred_horizon;
   const int64_t sd = set.state_dim, ad = set.action_dim, frame = set.image_bytes();
   std::vector<float> state(static_cast<std::size_t>(tp * sd)), action(static_cast<std::size_t>(tp * ad));
-  std::vector<uint8_t> images(static_cast<std::size_t>(b * to * frame));
-  at::Tensor agent_pos = at::empty({b, to, 2}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
+  const bool image = options_.observation == PolicyObservation::kImage;
+  const int64_t ld = lowdim_dim(options_.observation);
+  std::vector<uint8_t> images(image ? static_cast<std::size_t>(b * to * frame) : 0);
+  at::Tensor agent_pos = at::empty({b, to, ld}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
   float* pos = agent_pos.data_ptr<float>();
   float* act = actions.data_ptr<float>();
   batch.indices.clear();
@@ -68,14 +74,18 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
     const int64_t w = order_[cursor_++];
     batch.indices.push_back(w);
     // Only the first obs_horizon images of the window (DP's key_first_k): the rest are not seen.
-    sampler_.sample(w, state.data(), action.data(), images.data() + i * to * frame, to);
+    sampler_.sample(w, state.data(), action.data(), image ? images.data() + i * to * frame : nullptr, image ? to : 0);
     for (int64_t t = 0; t < to; ++t)
-      for (int64_t k = 0; k < 2; ++k) pos[(i * to + t) * 2 + k] = state[static_cast<std::size_t>(t * sd + k)];
+      lowdim_features(options_.observation, state.data() + t * sd, pos + (i * to + t) * ld);
     std::copy(action.begin(), action.end(), act + i * tp * ad);
   }
-  const at::Tensor frames = observation_images(images.data(), b * to, set.image_height, set.image_width,
-                                               options_.image_size);
-  batch.images = frames.view({b, to, 3, options_.image_size, options_.image_size});
+  if (image) {
+    const at::Tensor frames = observation_images(images.data(), b * to, set.image_height, set.image_width,
+                                                 options_.image_size);
+    batch.images = frames.view({b, to, 3, options_.image_size, options_.image_size});
+  } else {
+    batch.images = at::Tensor();
+  }
   batch.labels = at::zeros({b}, at::kLong);
   batch.extras = {{"agent_pos", agent_pos}, {"action", actions}};
   return true;

@@ -11,6 +11,7 @@
 #include "data/data_loader.h"
 #include "episodes/episode_set.h"
 #include "episodes/sequence_sampler.h"
+#include "policy/lowdim_observation.h"
 
 namespace sparsevit::policy {
 
@@ -22,14 +23,16 @@ struct EpisodeBatchOptions {
   bool drop_last = true;
   uint64_t seed = 0;
   int64_t rank = 0, world_size = 1;  // data parallel: this process takes every world_size-th window
+  // kLowdim: no images (Batch::images undefined), "agent_pos" is the low-dim vector (6 wide).
+  PolicyObservation observation = PolicyObservation::kImage;
 };
 
 // Batch::images [B, To, 3, S, S] float in [0, 1]; extras "agent_pos" [B, To, 2] (state columns 0
-// and 1) and "action" [B, pred_horizon, action_dim]; labels zeros [B]; indices the window indices.
+// and 1; for a low-dim policy [B, To, 6], lowdim_observation.h) and "action" [B, pred_horizon, action_dim]; labels zeros [B]; indices the window indices.
 class EpisodeBatchSource : public data::BatchSource {
  public:
-  // `episode_mask` selects episodes (empty: all). UsageError when the set has no image, fewer
-  // than two state columns or no window.
+  // `episode_mask` selects episodes (empty: all). UsageError when the set has no image (image
+  // policies), too few state columns or no window.
   EpisodeBatchSource(std::shared_ptr<const episodes::EpisodeSet> set, const EpisodeBatchOptions& options,
                      const std::vector<bool>& episode_mask = {});
 

@@ -9,23 +9,11 @@
 #include <vector>
 
 #include "policy/episode_batches.h"
+#include "policy/eval_mode_scope.h"
 #include "util/errors.h"
 
 namespace sparsevit::policy {
 namespace {
-
-// Restores a module's training mode when it goes out of scope.
-class EvalModeScope {
- public:
-  explicit EvalModeScope(torch::nn::Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~EvalModeScope() { module_.train(was_training_); }
-  EvalModeScope(const EvalModeScope&) = delete;
-  EvalModeScope& operator=(const EvalModeScope&) = delete;
-
- private:
-  torch::nn::Module& module_;
-  bool was_training_;
-};
 
 // Every window's partner: the next window of the (shuffled) batch, so each sees another
 // window's observation (another episode's, mostly).
@@ -86,6 +74,7 @@ ImageProbeResult probe_images(DiffusionPolicy& policy, std::shared_ptr<const epi
   bo.batch_size = options.batch_size;
   bo.drop_last = false;
   bo.seed = options.seed;  // shuffled: a batch mixes episodes, so permuting swaps other scenes in
+  if (!policy.has_encoder()) throw UsageError("the image probe needs an image policy; this one is low-dim");
   EpisodeBatchSource windows(std::move(demos), bo, mask);
 
   EvalModeScope eval_mode(policy);

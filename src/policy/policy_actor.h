@@ -1,6 +1,7 @@
 // A trained DiffusionPolicy acting in PushT (envs::PushTActor): the last obs_horizon images and
-// agent positions in, action_horizon commanded positions out, as Diffusion Policy's
-// MultiStepWrapper runs a policy. Sees only what a camera and the robot report, never the state.
+// agent positions in (a low-dim policy: agent positions and block poses), action_horizon
+// commanded positions out, as Diffusion Policy's MultiStepWrapper runs a policy. Sees only the
+// observations, never the simulator's state.
 #pragma once
 
 #include <ATen/core/Generator.h>

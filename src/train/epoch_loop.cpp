@@ -7,13 +7,14 @@
 namespace sparsevit::train {
 
 std::string save_epoch_checkpoints(const TrainState& state, const EpochCheckpoints& checkpoints, int64_t epoch,
-                                   const ProcessContext& process) {
+                                   const ProcessContext& process, bool best) {
   if (checkpoints.output_dir.empty() || !process.main_rank()) return "";
   const std::string path = checkpoints.output_dir + "/checkpoint.pt";
   state.save_checkpoint(path, epoch, checkpoints.metadata);
   if (checkpoints.save_ckpt_freq > 0 && (epoch + 1) % checkpoints.save_ckpt_freq == 0)
     state.save_checkpoint(checkpoints.output_dir + "/checkpoint-" + std::to_string(epoch) + ".pt", epoch,
                           checkpoints.metadata);
+  if (best) state.save_checkpoint(checkpoints.output_dir + "/checkpoint-best.pt", epoch, checkpoints.metadata);
   return path;
 }
 
@@ -36,7 +37,7 @@ EpochsRun run_epochs(TrainTask& task, TrainState& state, data::BatchSource& load
     if (!report.fields.is_null()) record.update(report.fields);  // EpochReport{{}, text}: no fields
     process.out() << fmt::format("Epoch {}/{}: {}  ({:.1f} s)", epoch + 1, epochs, report.text, seconds) << std::endl;
     if (metrics) metrics->append(record);
-    const std::string written = save_epoch_checkpoints(state, checkpoints, epoch, process);
+    const std::string written = save_epoch_checkpoints(state, checkpoints, epoch, process, report.best);
     if (!written.empty()) run.checkpoint = written;
     if (run.epochs == 0) run.first_loss = train.loss;
     run.last_loss = train.loss;

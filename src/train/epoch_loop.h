@@ -27,6 +27,7 @@ struct EpochCheckpoints {
 struct EpochReport {
   nlohmann::json fields = nlohmann::json::object();  // added to the metrics record
   std::string text;  // the progress line between "Epoch i/n: " and "(seconds)"
+  bool best = false;  // the pipeline's selection metric (e.g. validation loss) improved: checkpoint-best.pt
 };
 
 struct EpochHooks {
@@ -47,13 +48,14 @@ struct EpochsRun {
 // Runs epochs [first_epoch, state.options().epochs). Each writes one metrics record ("epoch",
 // "train_loss", "lr", "epoch_seconds", the throughput, "attention_gflops", then the report's
 // fields) to `metrics` when given, prints "Epoch i/n: <report text>  (s s)" on the main rank,
-// and saves checkpoint.pt (plus checkpoint-<epoch>.pt every save_ckpt_freq epochs).
+// and saves checkpoint.pt (plus checkpoint-<epoch>.pt every save_ckpt_freq epochs, and
+// checkpoint-best.pt when the report says the epoch is the best so far: timm's model_best).
 EpochsRun run_epochs(TrainTask& task, TrainState& state, data::BatchSource& loader, ProcessContext& process,
                    int64_t first_epoch, const EpochCheckpoints& checkpoints, MetricsLog* metrics,
                    const EpochHooks& hooks);
 
 // The checkpoints of one epoch (see run_epochs); returns the path of checkpoint.pt ("" : none).
 std::string save_epoch_checkpoints(const TrainState& state, const EpochCheckpoints& checkpoints, int64_t epoch,
-                                   const ProcessContext& process);
+                                   const ProcessContext& process, bool best = false);
 
 }  // namespace sparsevit::train

@@ -2,6 +2,8 @@
 // closed-loop evaluation) -> resume -> eval with videos; and their one-line errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -32,9 +34,14 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
                            " --attn-cfg configs/attention/vit_fibottention_small.yaml");
   ASSERT_EQ(train.exit_code, 0) << train.describe();
   EXPECT_NE(train.out.find("Epoch 1/1: loss"), std::string::npos) << train.describe();
-  EXPECT_NE(train.out.find("closed loop: success"), std::string::npos) << train.describe();
+  EXPECT_NE(train.out.find("closed loop, held-out seeds: score"), std::string::npos) << train.describe();
   const auto eval = nlohmann::json::parse(slurp(run_dir + "/eval.json"));
   ASSERT_EQ(eval.at("per_episode").size(), 2u);
+  // DP's score per episode is min(max coverage / 0.95, 1); the do-nothing floor on the same seeds.
+  for (const auto& e : eval.at("per_episode"))
+    EXPECT_DOUBLE_EQ(e.at("score").get<double>(), std::min(e.at("max_coverage").get<double>() / 0.95, 1.0));
+  ASSERT_TRUE(eval.contains("do_nothing"));
+  EXPECT_GT(eval.at("do_nothing").at("mean_max_coverage").get<double>(), 0.0);
   EXPECT_EQ(eval.at("per_episode")[1].at("seed"), 8);
   const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind("\n{") + 1));  // the last line
   EXPECT_GT(summary.at("pruning_ratio").get<double>(), 0.0);  // the encoder's Fibottention
@@ -79,6 +86,42 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   EXPECT_EQ(probe.at("first_episode"), 1);
   EXPECT_FALSE(probe.at("held_out").get<bool>());  // the run trained on every episode
   EXPECT_EQ(probe.at("readout"), "spatial_softmax");
+}
+
+// The low-dim baseline through the same pipeline, with a validation loss that picks the
+// evaluated checkpoint and an evaluation on training seeds beside the held-out ones.
+TEST(CliPolicyTrain, LowdimPolicyValidatesEvaluatesItsBestEpochOnBothSeedSets) {
+  if (!has_policy_train()) GTEST_SKIP() << "sparsevit built without the policy";
+  TempDir dir;
+  const std::string demos = (dir.path() / "demos.episodes").string(), run_dir = (dir.path() / "run").string();
+  ASSERT_EQ(run("policy collect --episodes 4 --image_size 8 --output " + quote(demos)).exit_code, 0);
+  const Result train =
+      run("policy train --obs_type lowdim --data_path " + quote(demos) +
+          " --down_dims 16,32 --step_embed_dim 8 --pred_horizon 8 --action_horizon 4 --inference_steps 4"
+          " --batch_size 16 --threads 1 --epochs 3 --max_train_samples 3 --val_batches 2 --eval_episodes 1"
+          " --eval_train_episodes 1 --output_dir " + quote(run_dir));
+  ASSERT_EQ(train.exit_code, 0) << train.describe();
+  EXPECT_NE(train.err.find("low-dim"), std::string::npos) << train.describe();
+  // One validation loss per epoch; checkpoint-best.pt is the epoch with the least.
+  std::vector<double> val;
+  std::ifstream metrics(run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) val.push_back(nlohmann::json::parse(line).at("val_loss"));
+  ASSERT_EQ(val.size(), 3u);
+  const auto best = std::min_element(val.begin(), val.end());
+  const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind("\n{") + 1));
+  EXPECT_EQ(summary.at("obs_type"), "lowdim");
+  EXPECT_EQ(summary.at("best_epoch").get<int64_t>(), best - val.begin());
+  EXPECT_DOUBLE_EQ(summary.at("best_val_loss").get<double>(), *best);
+  EXPECT_EQ(summary.at("evaluated_checkpoint"), run_dir + "/checkpoint-best.pt");
+  EXPECT_FALSE(summary.contains("probe"));  // no image to probe
+  EXPECT_EQ(summary.at("train_seeds").at("episodes"), 1);
+  EXPECT_EQ(nlohmann::json::parse(slurp(run_dir + "/eval_train.json")).at("per_episode")[0].at("seed"), 0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(run_dir + "/eval.json")).at("per_episode")[0].at("seed"), 100000);
+  // policy eval rebuilds the low-dim policy from the checkpoint alone.
+  const Result e = run("policy eval --resume " + quote(run_dir + "/checkpoint-best.pt") +
+                       " --episodes 1 --max_steps 10 --threads 1");
+  ASSERT_EQ(e.exit_code, 0) << e.describe();
+  EXPECT_NE(e.out.find("do nothing"), std::string::npos) << e.describe();
 }
 
 TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {
