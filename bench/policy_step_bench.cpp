@@ -6,10 +6,11 @@
 // variant on the same batch, the variants interleaved round by round so that the shared
 // machine's load hits them alike; medians and ratios to the plain step.
 // Part 2 (the decoder alone, per width): CrosswayDecoder forward and backward on [B, mid_dim, 4]
-// mid features, then every leaf layer (conv, GroupNorm, Mish, transposed conv, linear) timed
-// forward and backward on its own input shape, to say which layer costs what.
+// mid features, then its stages as forward runs them, then every leaf layer (conv, GroupNorm,
+// Mish, Upsample2d, linear) timed forward and backward alone on its input shape, to say which
+// layer costs what.
 //
-//   build/policy_step_bench [--threads 2] [--rounds 5] [--batch 64] [--skip_paper_step]
+//   build/policy_step_bench [--threads 2] [--rounds 5] [--batch 64] [--skip_crossway_step]
 //                           [--decoder_dims 128,256 --decoder_dims 16,32 ...]
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/conv2d_components.h"
 #include "policy/crossway_decoder.h"
 #include "policy/diffusion_policy.h"
 #include "runtime/host_info.h"
@@ -56,7 +58,7 @@ double median(std::vector<double> v) {
 struct Options {
   int threads = 2, rounds = 5;
   int64_t batch = 64;
-  bool paper_step = true;  // the paper-width step takes ~10 s on 2 cores
+  bool crossway_step = true;  // at the paper's width it takes ~10 s on 2 cores
   std::vector<std::vector<int64_t>> decoder_dims;
 };
 
@@ -93,11 +95,21 @@ struct Variant {
   std::vector<double> times;
 };
 
-Variant make_variant(const std::string& name, double crossway_weight) {
+std::string dims_text(const std::vector<int64_t>& v, const char* separator = "x") {
+  std::string s;
+  for (int64_t d : v) s += (s.empty() ? "" : separator) + std::to_string(d);
+  return s;
+}
+
+Variant make_variant(double crossway_weight) {
   at::manual_seed(0);
   Variant v;
-  v.name = name;
   v.policy = std::make_shared<DiffusionPolicy>(demo_config(crossway_weight));
+  v.name = "plain";
+  // The decoder the policy built (its width is the policy's choice, not this program's).
+  for (const auto& child : v.policy->named_children())
+    if (auto decoder = std::dynamic_pointer_cast<CrosswayDecoder>(child.value()))
+      v.name = "crossway (decode_dims " + dims_text(decoder->options().decode_dims, ",") + ")";
   v.policy->train();
   v.optimizer = std::make_unique<torch::optim::AdamW>(
       v.policy->parameters(), torch::optim::AdamWOptions(1e-3).betas({0.95, 0.999}).weight_decay(1e-6));
@@ -118,8 +130,8 @@ double train_step(Variant& v, const Batch& batch) {
 void bench_steps(const Options& o) {
   const Batch batch = demo_batch(o.batch);
   std::vector<Variant> variants;
-  variants.push_back(make_variant("plain", 0.0));
-  if (o.paper_step) variants.push_back(make_variant("crossway (decode_dims 128,256)", 0.1));
+  variants.push_back(make_variant(0.0));
+  if (o.crossway_step) variants.push_back(make_variant(0.1));
   for (auto& v : variants) train_step(v, batch);  // warm-up: oneDNN primitives, allocator
   for (int r = 0; r < o.rounds; ++r)
     for (auto& v : variants) v.times.push_back(train_step(v, batch));
@@ -164,10 +176,32 @@ std::pair<double, double> time_layer(const std::function<at::Tensor(const at::Te
   return {median(fwd), median(bwd)};
 }
 
-std::string dims_text(const std::vector<int64_t>& v) {
-  std::string s;
-  for (int64_t d : v) s += (s.empty() ? "" : "x") + std::to_string(d);
-  return s;
+// Median forward and backward seconds of each stage of a chain (stage k's input: stage k - 1's
+// output, detached; the last stage's output a scalar), backward stage by stage in reverse.
+std::vector<std::pair<double, double>> time_chain(const std::vector<std::function<at::Tensor(const at::Tensor&)>>& stages,
+                                                  const at::Tensor& input, int reps) {
+  const std::size_t k = stages.size();
+  std::vector<std::vector<double>> fwd(k), bwd(k);
+  for (int r = 0; r <= reps; ++r) {
+    std::vector<at::Tensor> in(k), out(k);
+    at::Tensor x = input;
+    for (std::size_t i = 0; i < k; ++i) {
+      in[i] = x.detach().requires_grad_();
+      const auto t0 = std::chrono::steady_clock::now();
+      out[i] = stages[i](in[i]);
+      if (r > 0) fwd[i].push_back(seconds_since(t0));
+      x = out[i];
+    }
+    for (std::size_t i = k; i-- > 0;) {
+      const at::Tensor grad = i + 1 == k ? at::ones_like(out[i]) : in[i + 1].grad();
+      const auto t0 = std::chrono::steady_clock::now();
+      out[i].backward(grad);
+      if (r > 0) bwd[i].push_back(seconds_since(t0));
+    }
+  }
+  std::vector<std::pair<double, double>> medians;
+  for (std::size_t i = 0; i < k; ++i) medians.emplace_back(median(fwd[i]), median(bwd[i]));
+  return medians;
 }
 
 void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
@@ -177,41 +211,76 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
   const int64_t n = o.batch * d.n_obs_steps;
   const int reps = std::max(3, o.rounds);
   std::printf("\n== Crossway decoder alone, decode_dims %s, pe %lld, batch %lld (x%lld steps = %lld frames)\n",
-              dims_text(dims).c_str(), static_cast<long long>(d.decode_pe_dim), static_cast<long long>(o.batch),
+              dims_text(dims, ",").c_str(), static_cast<long long>(d.decode_pe_dim), static_cast<long long>(o.batch),
               static_cast<long long>(d.n_obs_steps), static_cast<long long>(n));
   const at::Tensor target = at::rand({n, 3, 48, 48}) * 2 - 1;
+  const at::Tensor mid = at::randn({o.batch, d.feature_dim, d.decode_resolution * d.decode_resolution});
   const auto [total_f, total_b] = time_layer(
-      [&](const at::Tensor& mid) { return decoder.loss(decoder.forward(mid), target); }, {o.batch, 256, 4}, reps);
-  std::printf("whole decoder + loss: forward %.3f s, backward %.3f s\n", total_f, total_b);
+      [&](const at::Tensor& m) { return decoder.loss(decoder.forward(m), target); }, mid.sizes().vec(), reps);
+  std::printf("whole decoder + loss: forward %.4f s, backward %.4f s, total %.4f s\n", total_f, total_b,
+              total_f + total_b);
 
-  // Leaf layers in forward order; spatial size from the name: blocks.j at h0 * 2^j, final_conv at H.
+  // The stages of CrosswayDecoder::forward as it runs them.
+  std::vector<std::string> stage_names = {"grid_features (proj, tile)"};
+  std::vector<std::function<at::Tensor(const at::Tensor&)>> stages = {
+      [&](const at::Tensor& x) { return decoder.grid_features(x); }};
+  for (std::size_t i = 0; i < decoder.num_levels(); ++i) {
+    stage_names.push_back("blocks." + std::to_string(i) + " (pe, 2 ResidualBlock2D, Upsample2d)");
+    stages.push_back([&decoder, i](const at::Tensor& x) { return decoder.level_forward(i, x); });
+  }
+  stage_names.push_back("final_conv");
+  stages.push_back([&](const at::Tensor& x) { return decoder.final_forward(x); });
+  stage_names.push_back("loss");
+  stages.push_back([&](const at::Tensor& x) { return decoder.loss(x, target); });
+  const auto stage_times = time_chain(stages, mid, reps);
+  std::printf("%-52s %9s %9s\n", "stage", "fwd s", "bwd s");
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    std::printf("%-52s %9.4f %9.4f\n", stage_names[i].c_str(), stage_times[i].first, stage_times[i].second);
+
+  // Each leaf layer alone on its input shape, in forward order; spatial size from the name:
+  // blocks.j at h0 * 2^j, final_conv at H. Upsample2d is timed as a whole (its own computation),
+  // the convs that take the positional grid as the decoder runs them (its part once per call).
   const int64_t upsamplings = static_cast<int64_t>(dims.size()) - 1;
   const int64_t h0 = d.image_height >> upsamplings;
   int64_t channels = 0;
   double sum_f = 0, sum_b = 0;
-  std::printf("%-32s %-20s %9s %9s %9s %7s\n", "layer", "input", "fwd s", "bwd s", "GMAC/fwd", "share");
+  std::printf("%-40s %-16s %9s %9s %9s %7s\n", "layer", "input", "fwd s", "bwd s", "GMAC/fwd", "share");
   std::vector<std::tuple<std::string, std::string, double, double, double>> rows;
+  std::string inside_upsample = "\x01";  // the name prefix of the Upsample2d being skipped
   for (const auto& item : decoder.named_modules("", /*include_self=*/false)) {
     const std::string& name = item.key();
     const std::shared_ptr<torch::nn::Module>& m = item.value();
+    if (name.rfind(inside_upsample, 0) == 0) continue;
     int64_t side = d.image_height;
     if (name.rfind("blocks.", 0) == 0) side = h0 << std::stoll(name.substr(7, name.find('.', 7) - 7));
     std::vector<int64_t> shape;
+    std::string label = m->name().substr(m->name().rfind(':') + 1);
     double gmac = 0;
     std::function<at::Tensor(const at::Tensor&)> f;
     if (auto conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(m)) {
       const auto& co = conv->options;
-      shape = {n, co.in_channels(), side, side};
+      const int64_t k = (*co.kernel_size())[0], pad = k / 2;
+      // A level's first conv and residual conv read [x, positional grid].
+      const bool takes_pe = name.rfind("blocks.", 0) == 0 && (name.find(".0.blocks.0.block.0") != std::string::npos ||
+                                                              name.find(".0.residual_conv") != std::string::npos);
+      const int64_t cx = takes_pe ? co.in_channels() - d.decode_pe_dim : co.in_channels();
+      shape = {n, cx, side, side};
       channels = co.out_channels();
-      gmac = 1e-9 * n * co.in_channels() * co.out_channels() * (*co.kernel_size())[0] * (*co.kernel_size())[1] *
-             side * side;
-      f = [conv](const at::Tensor& x) { return conv->forward(x); };
-    } else if (auto up = std::dynamic_pointer_cast<torch::nn::ConvTranspose2dImpl>(m)) {
-      const auto& co = up->options;
-      shape = {n, co.in_channels(), side, side};
-      channels = co.out_channels();
-      gmac = 1e-9 * n * co.in_channels() * co.out_channels() * (*co.kernel_size())[0] * (*co.kernel_size())[1] *
-             side * side;
+      gmac = 1e-9 * n * cx * co.out_channels() * k * k * side * side;
+      if (takes_pe) {
+        label += " + pe";
+        const at::Tensor pe = sparsevit::policy::crossway_positional_grid(1, d.decode_pe_dim, side, side, at::kFloat);
+        f = [conv, pe, cx, pad](const at::Tensor& x) {
+          return at::conv2d(x, conv->weight.narrow(1, 0, cx), conv->bias, 1, pad) +
+                 at::conv2d(pe, conv->weight.narrow(1, cx, pe.size(1)), {}, 1, pad);
+        };
+      } else {
+        f = [conv](const at::Tensor& x) { return conv->forward(x); };
+      }
+    } else if (auto up = std::dynamic_pointer_cast<sparsevit::policy::Upsample2dImpl>(m)) {
+      inside_upsample = name + ".";
+      shape = {n, channels, side, side};
+      gmac = 1e-9 * n * channels * channels * 16 * side * side;
       f = [up](const at::Tensor& x) { return up->forward(x); };
     } else if (auto norm = std::dynamic_pointer_cast<torch::nn::GroupNormImpl>(m)) {
       shape = {n, norm->options.num_channels(), side, side};
@@ -232,13 +301,13 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
     }
     const auto [tf, tb] = time_layer(f, shape, reps);
     sum_f += tf, sum_b += tb;
-    rows.emplace_back(name + " (" + m->name().substr(m->name().rfind(':') + 1) + ")", dims_text(shape), tf, tb, gmac);
+    rows.emplace_back(name + " (" + label + ")", dims_text(shape), tf, tb, gmac);
   }
   for (const auto& [name, shape, tf, tb, gmac] : rows)
-    std::printf("%-32s %-20s %9.4f %9.4f %9.2f %6.1f%%\n", name.c_str(), shape.c_str(), tf, tb, gmac,
+    std::printf("%-40s %-16s %9.4f %9.4f %9.2f %6.1f%%\n", name.c_str(), shape.c_str(), tf, tb, gmac,
                 100 * (tf + tb) / (sum_f + sum_b));
-  std::printf("leaf layers sum: forward %.3f s, backward %.3f s (the rest: cat, positional grid, adds, loss)\n", sum_f,
-              sum_b);
+  std::printf("leaf layers sum: forward %.4f s, backward %.4f s (the rest: tiling, positional grid, adds, loss)\n",
+              sum_f, sum_b);
   std::fflush(stdout);
 }
 
@@ -269,11 +338,11 @@ int main(int argc, char** argv) {
     if (a == "--threads") o.threads = std::stoi(next());
     else if (a == "--rounds") o.rounds = std::stoi(next());
     else if (a == "--batch") o.batch = std::stoll(next());
-    else if (a == "--skip_paper_step") o.paper_step = false;
+    else if (a == "--skip_crossway_step") o.crossway_step = false;
     else if (a == "--decoder_dims") o.decoder_dims.push_back(parse_list(next()));
     else {
       std::fprintf(stderr,
-                   "usage: %s [--threads N] [--rounds R] [--batch B] [--skip_paper_step] [--decoder_dims 128,256]...\n",
+                   "usage: %s [--threads N] [--rounds R] [--batch B] [--skip_crossway_step] [--decoder_dims 128,256]...\n",
                    argv[0]);
       return 2;
     }

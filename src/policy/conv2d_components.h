@@ -3,6 +3,14 @@
 // parameter names: Conv2dBlock (`block.0` conv, `block.1` GroupNorm, Mish), Upsample2d (`conv`,
 // a stride-2 transposed conv: H x W -> 2H x 2W) and ResidualBlock2D (`blocks.0`, `blocks.1`,
 // `residual_conv` when the channel count changes).
+//
+// Two computations differ from the original's layer calls, with the same result and parameters
+// (both for speed on CPU, docs/results/crossway_speed/):
+// - Upsample2d runs its transposed conv as one 3 x 3 conv to the four output phases followed by
+//   a pixel shuffle; LibTorch's CPU transposed conv (and its backward) is 10-30x slower.
+// - forward_with_shared(x, shared) takes apart the input channels that are the same for every
+//   sample (the decoder's positional grid, [1, C_s, H, W]): conv(cat(x, shared)) = conv(x; W_x)
+//   + conv(shared; W_s), the second computed once instead of once per sample.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,6 +27,8 @@ class Conv2dBlockImpl : public torch::nn::Cloneable<Conv2dBlockImpl> {
   Conv2dBlockImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t n_groups = 8);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  // forward(cat(x, shared.expand(B))) for shared [1, C_s, H, W], C_in = x's channels + C_s.
+  at::Tensor forward_with_shared(const at::Tensor& x, const at::Tensor& shared);
 
  private:
   int64_t in_channels_, out_channels_, kernel_size_, n_groups_;
@@ -26,7 +36,8 @@ class Conv2dBlockImpl : public torch::nn::Cloneable<Conv2dBlockImpl> {
 };
 TORCH_MODULE(Conv2dBlock);
 
-// x [B, C, H, W] -> [B, C, 2H, 2W] (transposed conv, kernel 4, stride 2, padding 1).
+// x [B, C, H, W] -> [B, C, 2H, 2W] (transposed conv, kernel 4, stride 2, padding 1; `conv`
+// holds its parameters, computed as a 3 x 3 conv + pixel shuffle).
 class Upsample2dImpl : public torch::nn::Cloneable<Upsample2dImpl> {
  public:
   explicit Upsample2dImpl(int64_t dim);
@@ -45,6 +56,8 @@ class ResidualBlock2DImpl : public torch::nn::Cloneable<ResidualBlock2DImpl> {
   ResidualBlock2DImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size = 3, int64_t n_groups = 8);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
+  // forward(cat(x, shared.expand(B))) for shared [1, C_s, H, W], C_in = x's channels + C_s.
+  at::Tensor forward_with_shared(const at::Tensor& x, const at::Tensor& shared);
 
  private:
   int64_t in_channels_, out_channels_, kernel_size_, n_groups_;

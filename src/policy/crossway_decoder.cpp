@@ -18,6 +18,25 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+std::vector<int64_t> crossway_decode_dims_for_unet(int64_t mid_dim, int64_t n_obs_steps, int64_t decode_resolution,
+                                                   const std::vector<int64_t>& paper) {
+  if (mid_dim < 1 || n_obs_steps < 1 || decode_resolution < 1 || paper.empty())
+    throw UsageError("Crossway decode_dims: mid_dim, n_obs_steps, decode_resolution and the paper's dims must be positive");
+  const int64_t per_pixel = n_obs_steps * decode_resolution * decode_resolution;
+  if (mid_dim % per_pixel != 0)
+    throw UsageError("Crossway decode_dims for the U-Net: mid_dim " + std::to_string(mid_dim) +
+                     " is not divisible by n_obs_steps * decode_resolution^2 = " + std::to_string(per_pixel));
+  const int64_t top = mid_dim / per_pixel, paper_top = paper.back();
+  std::vector<int64_t> dims;
+  for (int64_t p : paper) {
+    if (p < 1 || (p * top) % paper_top != 0)
+      throw UsageError("Crossway decode_dims for the U-Net: " + std::to_string(p) + " * " + std::to_string(top) +
+                       " is not divisible by " + std::to_string(paper_top));
+    dims.push_back(p * top / paper_top);
+  }
+  return dims;
+}
+
 at::Tensor crossway_positional_grid(int64_t batch, int64_t dim, int64_t height, int64_t width,
                                     const at::TensorOptions& options) {
   if (dim < 4 || dim % 4 != 0) throw UsageError("Crossway positional grid: dim must be a positive multiple of 4");
@@ -99,14 +118,20 @@ at::Tensor CrosswayDecoder::grid_features(const at::Tensor& features) {
   return tiled.slice(2, 0, height0_).slice(3, 0, width0_);
 }
 
+at::Tensor CrosswayDecoder::level_forward(std::size_t i, const at::Tensor& x) {
+  torch::nn::Sequential& level = levels_.at(i);
+  // One grid for the batch: the blocks take it as channels shared by every sample.
+  const at::Tensor pe = crossway_positional_grid(1, options_.decode_pe_dim, x.size(2), x.size(3), x.options());
+  const at::Tensor y = level->at<ResidualBlock2DImpl>(0).forward_with_shared(x, pe);
+  return level->at<Upsample2dImpl>(2).forward(level->at<ResidualBlock2DImpl>(1).forward(y));
+}
+
+at::Tensor CrosswayDecoder::final_forward(const at::Tensor& x) { return final_conv_->forward(x); }
+
 at::Tensor CrosswayDecoder::forward(const at::Tensor& features) {
   at::Tensor x = grid_features(features);
-  for (auto& level : levels_) {
-    const at::Tensor pe =
-        crossway_positional_grid(x.size(0), options_.decode_pe_dim, x.size(2), x.size(3), x.options());
-    x = level->forward(at::cat({x, pe}, 1));
-  }
-  return final_conv_->forward(x);
+  for (std::size_t i = 0; i < levels_.size(); ++i) x = level_forward(i, x);
+  return final_forward(x);
 }
 
 at::Tensor CrosswayDecoder::loss(const at::Tensor& reconstruction, const at::Tensor& target) const {

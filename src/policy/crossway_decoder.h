@@ -8,7 +8,8 @@
 // (U = decode_dims.size() - 1 upsamplings), then each of U levels concatenates a fixed
 // sin/cos positional grid (decode_pe_dim channels) and runs ResidualBlock2D x 2 + Upsample2d
 // (`blocks.i`); `final_conv` is Conv2dBlock (8 groups, as the original) + a 1x1 conv to the
-// image channels.
+// image channels. The grid is the same for every sample, so its part of the first convs is
+// computed once per call (ResidualBlock2D::forward_with_shared), not concatenated per sample.
 //
 // Two inputs, both the original's:
 //   kUnetMid      (type C, what the paper describes): the U-Net's features after its mid
@@ -46,6 +47,16 @@ struct CrosswayDecoderOptions {
   double loss_weight = 0.1;  // `dec_loss_weight` of the released configs
 };
 
+// decode_dims scaled to the U-Net by the rule the original's constructor asserts of the mid
+// features (ConditionalUnet1DwDecTypeA: down_dims[-1] // n_obs_steps // decode_resolution**2
+// == decode_dims[-1], i.e. the projection keeps each grid pixel's share of the mid channels):
+// the last entry is mid_dim / (n_obs_steps * decode_resolution^2), the others keep their ratio
+// to it in `paper`. With paper = {128, 256} (config/pusht/typed.yaml): Crossway's down_dims
+// 512,1024,2048 give {128, 256} itself, Diffusion Policy's 256,512,1024 {64, 128}, policy-demo's
+// 64,128,256 {16, 32}. UsageError when a division is not exact.
+std::vector<int64_t> crossway_decode_dims_for_unet(int64_t mid_dim, int64_t n_obs_steps, int64_t decode_resolution,
+                                                   const std::vector<int64_t>& paper = {128, 256});
+
 // The decoder's fixed positional grid: for i < dim / 4, sin and cos of 2^i * pi * y and
 // 2^i * pi * x over linspace(-1, 1) rows / columns -> [batch, dim, height, width] (the
 // original's generate_positional_embedding: all sines [y_0, x_0, y_1, x_1, ...], then cosines).
@@ -60,6 +71,14 @@ class CrosswayDecoder : public torch::nn::Module {
   // -> reconstructions [B * n_obs_steps, image_channels, H', W'], batch-major
   // (b0 step0, b0 step1, ...), H' = image_height rounded down to a multiple of 2^U.
   at::Tensor forward(const at::Tensor& features);
+  // forward's stages, public for timing (bench/policy_step_bench.cpp):
+  // features -> the tiled grid [B * n_obs_steps, D, h0, w0];
+  at::Tensor grid_features(const at::Tensor& features);
+  // level i (0 first): positional grid + ResidualBlock2D x 2 + Upsample2d, [N, C, h, w] -> [N, C', 2h, 2w];
+  at::Tensor level_forward(std::size_t i, const at::Tensor& x);
+  std::size_t num_levels() const { return levels_.size(); }
+  // final_conv: [N, decode_dims[0], H', W'] -> [N, image_channels, H', W'].
+  at::Tensor final_forward(const at::Tensor& x);
   // loss_weight * mean squared error against target images of the reconstruction's shape
   // (the observation images as the encoder sees them, [B * n_obs_steps, C, H', W']).
   at::Tensor loss(const at::Tensor& reconstruction, const at::Tensor& target) const;
@@ -67,8 +86,6 @@ class CrosswayDecoder : public torch::nn::Module {
   const CrosswayDecoderOptions& options() const { return options_; }
 
  private:
-  at::Tensor grid_features(const at::Tensor& features);  // -> [B * n_obs_steps, D, h0, w0]
-
   CrosswayDecoderOptions options_;
   int64_t height0_, width0_;  // the grid before the first upsampling
   torch::nn::Sequential proj_{nullptr};
