@@ -221,9 +221,9 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
               total_f + total_b);
 
   // The stages of CrosswayDecoder::forward as it runs them.
-  std::vector<std::string> stage_names = {"grid_features (proj, tile)"};
+  std::vector<std::string> stage_names = {"grid_tile (proj)"};
   std::vector<std::function<at::Tensor(const at::Tensor&)>> stages = {
-      [&](const at::Tensor& x) { return decoder.grid_features(x); }};
+      [&](const at::Tensor& x) { return decoder.grid_tile(x); }};
   for (std::size_t i = 0; i < decoder.num_levels(); ++i) {
     stage_names.push_back("blocks." + std::to_string(i) + " (pe, 2 ResidualBlock2D, Upsample2d)");
     stages.push_back([&decoder, i](const at::Tensor& x) { return decoder.level_forward(i, x); });
@@ -238,8 +238,9 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
     std::printf("%-52s %9.4f %9.4f\n", stage_names[i].c_str(), stage_times[i].first, stage_times[i].second);
 
   // Each leaf layer alone on its input shape, in forward order; spatial size from the name:
-  // blocks.j at h0 * 2^j, final_conv at H. Upsample2d is timed as a whole (its own computation),
-  // the convs that take the positional grid as the decoder runs them (its part once per call).
+  // blocks.j at h0 * 2^j, final_conv at H. Each as the decoder computes it: Upsample2d as a
+  // whole, Conv2dBlock's Mish by mish_via_exp, the convs that take the positional grid by
+  // conv2d_with_shared (GMAC: the conv's own count on the full map).
   const int64_t upsamplings = static_cast<int64_t>(dims.size()) - 1;
   const int64_t h0 = d.image_height >> upsamplings;
   int64_t channels = 0;
@@ -259,7 +260,7 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
     std::function<at::Tensor(const at::Tensor&)> f;
     if (auto conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(m)) {
       const auto& co = conv->options;
-      const int64_t k = (*co.kernel_size())[0], pad = k / 2;
+      const int64_t k = (*co.kernel_size())[0];
       // A level's first conv and residual conv read [x, positional grid].
       const bool takes_pe = name.rfind("blocks.", 0) == 0 && (name.find(".0.blocks.0.block.0") != std::string::npos ||
                                                               name.find(".0.residual_conv") != std::string::npos);
@@ -268,12 +269,11 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
       channels = co.out_channels();
       gmac = 1e-9 * n * cx * co.out_channels() * k * k * side * side;
       if (takes_pe) {
-        label += " + pe";
+        // level 0 reads the r x r grid tile, the others full maps
+        label += name.rfind("blocks.0.", 0) == 0 ? " + pe, tiled" : " + pe";
+        if (name.rfind("blocks.0.", 0) == 0) shape = {n, cx, d.decode_resolution, d.decode_resolution};
         const at::Tensor pe = sparsevit::policy::crossway_positional_grid(1, d.decode_pe_dim, side, side, at::kFloat);
-        f = [conv, pe, cx, pad](const at::Tensor& x) {
-          return at::conv2d(x, conv->weight.narrow(1, 0, cx), conv->bias, 1, pad) +
-                 at::conv2d(pe, conv->weight.narrow(1, cx, pe.size(1)), {}, 1, pad);
-        };
+        f = [conv, pe](const at::Tensor& x) { return sparsevit::policy::conv2d_with_shared(*conv, x, pe); };
       } else {
         f = [conv](const at::Tensor& x) { return conv->forward(x); };
       }
@@ -286,10 +286,16 @@ void bench_decoder(const Options& o, const std::vector<int64_t>& dims) {
       shape = {n, norm->options.num_channels(), side, side};
       f = [norm](const at::Tensor& x) { return norm->forward(x); };
     } else if (auto mish = std::dynamic_pointer_cast<torch::nn::MishImpl>(m)) {
-      // proj's Mish acts per grid pixel (before the tiling); the others on feature maps
-      if (name.rfind("proj.", 0) == 0) shape = {n * d.decode_resolution * d.decode_resolution, channels};
-      else shape = {n, channels, side, side};
-      f = [mish](const at::Tensor& x) { return mish->forward(x); };
+      // proj's Mish (the module) acts per grid pixel, before the tiling; Conv2dBlock's on feature
+      // maps, computed by mish_via_exp
+      if (name.rfind("proj.", 0) == 0) {
+        shape = {n * d.decode_resolution * d.decode_resolution, channels};
+        f = [mish](const at::Tensor& x) { return mish->forward(x); };
+      } else {
+        shape = {n, channels, side, side};
+        label = "mish_via_exp";
+        f = [](const at::Tensor& x) { return sparsevit::policy::mish_via_exp(x); };
+      }
     } else if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m)) {
       const int64_t r = d.decode_resolution;
       shape = {n * r * r, linear->options.in_features()};

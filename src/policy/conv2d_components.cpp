@@ -3,13 +3,42 @@
 #include "policy/conv1d_components.h"
 
 #include <torch/nn/modules/activation.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "util/errors.h"
 
 namespace sparsevit::policy {
+namespace {
+
+// Mish with tanh(softplus(x)) = n / (n + 2), n = e^x (e^x + 2): one vectorised exp instead of
+// LibTorch's CPU mish; x is capped at 20 inside the exp (there t = 1 in float already).
+struct MishViaExp : public torch::autograd::Function<MishViaExp> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x) {
+    const at::Tensor e = x.clamp_max(20).exp_();
+    at::Tensor t = (e + 2).mul_(e);
+    t.div_(t + 2);  // tanh(softplus(x))
+    ctx->save_for_backward({x, t});
+    return x * t;
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &t = saved[1];
+    // d mish / dx = t + x sigmoid(x) (1 - t^2)
+    at::Tensor d = t * t;
+    d.neg_().add_(1).mul_(at::sigmoid(x)).mul_(x).add_(t).mul_(grads[0]);
+    return {d};
+  }
+};
+
+}  // namespace
+
+at::Tensor mish_via_exp(const at::Tensor& x) { return MishViaExp::apply(x); }
 
 Conv2dBlockImpl::Conv2dBlockImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t n_groups)
     : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size), n_groups_(n_groups) {
@@ -25,28 +54,72 @@ void Conv2dBlockImpl::reset() {
                    torch::nn::GroupNorm(torch::nn::GroupNormOptions(n_groups_, out_channels_)), torch::nn::Mish()));
 }
 
-at::Tensor Conv2dBlockImpl::forward(const at::Tensor& x) { return block_->forward(x); }
+at::Tensor Conv2dBlockImpl::forward(const at::Tensor& x) {
+  return mish_via_exp(block_[1]->as<torch::nn::GroupNorm>()->forward(block_[0]->as<torch::nn::Conv2d>()->forward(x)));
+}
+
+at::Tensor tile_2d(const at::Tensor& tile, int64_t height, int64_t width) {
+  const int64_t th = tile.size(-2), tw = tile.size(-1);
+  if (th == height && tw == width) return tile;
+  const at::Tensor tiled = tile.repeat({1, 1, (height + th - 1) / th, (width + tw - 1) / tw});
+  return tiled.slice(2, 0, height).slice(3, 0, width);
+}
 
 namespace {
 
-// conv(cat(x, shared.expand(B)); weight, bias) with the shared channels' part computed once.
-at::Tensor conv2d_with_shared(const torch::nn::Conv2dImpl& conv, const at::Tensor& x, const at::Tensor& shared) {
-  const int64_t cx = x.size(1), cs = shared.size(1);
-  if (shared.dim() != 4 || shared.size(0) != 1 || cx + cs != conv.weight.size(1) || shared.size(2) != x.size(2) ||
-      shared.size(3) != x.size(3))
-    throw UsageError("Conv2d: shared channels " + c10::str(shared.sizes()) + " do not complete " +
-                     c10::str(x.sizes()) + " to the " + std::to_string(conv.weight.size(1)) + " input channels");
-  const auto& o = conv.options;
-  const auto& padding = c10::get<torch::ExpandingArray<2>>(o.padding());
-  return at::conv2d(x, conv.weight.narrow(1, 0, cx), conv.bias, o.stride(), padding, o.dilation()) +
-         at::conv2d(shared, conv.weight.narrow(1, cx, cs), {}, o.stride(), padding, o.dilation());
+// A map periodic with `period` along an axis of `size`: a same-padded conv's output row i reads
+// rows i - pad .. i + pad, so it is fixed by i's phase and by how far the padding reaches in.
+// The output is therefore read off the conv of a shorter tiling of m = size (mod period) rows,
+// m >= 2 pad + period: rows < pad from its top, rows >= size - pad from its bottom, the others
+// from its middle by phase. m = size when that is no shorter.
+int64_t reduced_size(int64_t size, int64_t period, int64_t pad) {
+  int64_t m = 2 * pad + period;
+  m += ((size - m) % period + period) % period;
+  return std::min(m, size);
+}
+
+at::Tensor reduced_rows(int64_t size, int64_t m, int64_t period, int64_t pad) {
+  std::vector<int64_t> rows(static_cast<std::size_t>(size));
+  for (int64_t i = 0; i < size; ++i)
+    rows[static_cast<std::size_t>(i)] = i < pad ? i : i >= size - pad ? m - (size - i) : pad + (i - pad) % period;
+  return at::tensor(rows, at::kLong);
+}
+
+// conv(tile_2d(x, height, width); weight) + bias for a stride-1 same-padded conv, through the
+// reduced tiling.
+at::Tensor conv2d_of_tiling(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                            c10::IntArrayRef padding, int64_t height, int64_t width) {
+  const int64_t mh = reduced_size(height, x.size(2), padding[0]), mw = reduced_size(width, x.size(3), padding[1]);
+  at::Tensor y = at::conv2d(tile_2d(x, mh, mw), weight, bias, /*stride=*/1, padding);
+  if (mh != height) y = y.index_select(2, reduced_rows(height, mh, x.size(2), padding[0]));
+  if (mw != width) y = y.index_select(3, reduced_rows(width, mw, x.size(3), padding[1]));
+  return y;
 }
 
 }  // namespace
 
+at::Tensor conv2d_with_shared(const torch::nn::Conv2dImpl& conv, const at::Tensor& x, const at::Tensor& shared) {
+  const int64_t cx = x.size(1), cs = shared.size(1);
+  const int64_t height = shared.size(2), width = shared.size(3);
+  if (x.dim() != 4 || shared.dim() != 4 || shared.size(0) != 1 || cx + cs != conv.weight.size(1) ||
+      x.size(2) > height || x.size(3) > width)
+    throw UsageError("Conv2d: shared channels " + c10::str(shared.sizes()) + " do not complete " +
+                     c10::str(x.sizes()) + " to the " + std::to_string(conv.weight.size(1)) + " input channels");
+  const auto& o = conv.options;
+  const auto& padding = c10::get<torch::ExpandingArray<2>>(o.padding());
+  const at::Tensor weight_x = conv.weight.narrow(1, 0, cx), weight_shared = conv.weight.narrow(1, cx, cs);
+  const bool same = (*o.stride())[0] == 1 && (*o.stride())[1] == 1 && (*o.dilation())[0] == 1 &&
+                    (*o.dilation())[1] == 1 && 2 * (*padding)[0] + 1 == (*o.kernel_size())[0] &&
+                    2 * (*padding)[1] + 1 == (*o.kernel_size())[1];
+  const at::Tensor per_sample =
+      same ? conv2d_of_tiling(x, weight_x, conv.bias, *padding, height, width)
+           : at::conv2d(tile_2d(x, height, width), weight_x, conv.bias, o.stride(), padding, o.dilation());
+  return per_sample + at::conv2d(shared, weight_shared, {}, o.stride(), padding, o.dilation());
+}
+
 at::Tensor Conv2dBlockImpl::forward_with_shared(const at::Tensor& x, const at::Tensor& shared) {
   const at::Tensor y = conv2d_with_shared(block_->at<torch::nn::Conv2dImpl>(0), x, shared);
-  return block_[2]->as<torch::nn::Mish>()->forward(block_[1]->as<torch::nn::GroupNorm>()->forward(y));
+  return mish_via_exp(block_[1]->as<torch::nn::GroupNorm>()->forward(y));
 }
 
 Upsample2dImpl::Upsample2dImpl(int64_t dim) : dim_(dim) { reset(); }
@@ -58,18 +131,22 @@ void Upsample2dImpl::reset() {
 
 at::Tensor Upsample2dImpl::forward(const at::Tensor& x) {
   // Output row 2m + p of the transposed conv (kernel 4, stride 2, padding 1) reads input rows
-  // m - 1, m, m + 1 with kernel rows (3, 1, -) for p = 0 and (-, 2, 0) for p = 1 (- : none), and
-  // columns likewise: a 3 x 3 conv to C x 2 x 2 phase channels, then pixel_shuffle interleaves them.
+  // m - 1, m with kernel rows 3, 1 (p = 0) and rows m, m + 1 with kernel rows 2, 0 (p = 1);
+  // columns likewise. So output phase (p_y, p_x) is a 2 x 2 conv with padding 1 (an
+  // (H + 1) x (W + 1) map) read from offset (p_y, p_x), and the four phases interleave.
   const at::Tensor& w = conv_->weight;  // [C_in, C_out, 4, 4]
-  const at::Tensor taps = at::zeros({2, 3, 4}, w.options());  // [phase, tap, kernel row]: 0 or 1
-  taps[0][0][3] = 1;
-  taps[0][1][1] = 1;
-  taps[1][1][2] = 1;
-  taps[1][2][0] = 1;
-  const at::Tensor phases = at::einsum("ptk,qul,cokl->opqctu", {taps, taps, w})
-                                .reshape({w.size(1) * 4, w.size(0), 3, 3});
-  const at::Tensor bias = conv_->bias.defined() ? conv_->bias.repeat_interleave(4) : at::Tensor();
-  return at::pixel_shuffle(at::conv2d(x, phases, bias, /*stride=*/1, /*padding=*/1), 2);
+  const int64_t n = x.size(0), h = x.size(2), wd = x.size(3), c_out = w.size(1);
+  const at::Tensor kernel_rows[2] = {at::tensor({int64_t{3}, int64_t{1}}), at::tensor({int64_t{2}, int64_t{0}})};
+  std::vector<at::Tensor> rows;  // per p_y: [N, C, H, 2W], columns 2j + p_x
+  for (int64_t py = 0; py < 2; ++py) {
+    std::vector<at::Tensor> phases;
+    for (int64_t px = 0; px < 2; ++px) {
+      const at::Tensor k = w.index_select(2, kernel_rows[py]).index_select(3, kernel_rows[px]).transpose(0, 1);
+      phases.push_back(at::conv2d(x, k, conv_->bias, /*stride=*/1, /*padding=*/1).narrow(2, py, h).narrow(3, px, wd));
+    }
+    rows.push_back(at::stack(phases, -1).view({n, c_out, h, 2 * wd}));
+  }
+  return at::stack(rows, 3).view({n, c_out, 2 * h, 2 * wd});  // rows 2i + p_y
 }
 
 ResidualBlock2DImpl::ResidualBlock2DImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
@@ -94,7 +171,7 @@ at::Tensor ResidualBlock2DImpl::forward_with_shared(const at::Tensor& x, const a
   const at::Tensor out =
       blocks_[1]->as<Conv2dBlock>()->forward(blocks_[0]->as<Conv2dBlock>()->forward_with_shared(x, shared));
   if (residual_conv_) return out + conv2d_with_shared(*residual_conv_, x, shared);
-  return out + at::cat({x, shared.expand({x.size(0), -1, -1, -1})}, 1);
+  return out + at::cat({tile_2d(x, shared.size(2), shared.size(3)), shared.expand({x.size(0), -1, -1, -1})}, 1);
 }
 
 }  // namespace sparsevit::policy

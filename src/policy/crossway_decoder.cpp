@@ -4,6 +4,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -13,8 +14,6 @@
 
 namespace sparsevit::policy {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -95,7 +94,7 @@ CrosswayDecoder::CrosswayDecoder(CrosswayDecoderOptions options) : options_(std:
                                           torch::nn::Conv2d(torch::nn::Conv2dOptions(start, o.image_channels, 1))));
 }
 
-at::Tensor CrosswayDecoder::grid_features(const at::Tensor& features) {
+at::Tensor CrosswayDecoder::grid_tile(const at::Tensor& features) {
   const auto& o = options_;
   const int64_t r = o.decode_resolution;
   const int64_t per_step = o.feature_dim / o.n_obs_steps;
@@ -113,15 +112,21 @@ at::Tensor CrosswayDecoder::grid_features(const at::Tensor& features) {
                        "], got " + c10::str(features.sizes()));
     grid = proj_->forward(features.reshape({-1, per_step})).unsqueeze(-1).unsqueeze(-1).repeat({1, 1, r, r});
   }
+  // The original crops the repeated grid: a grid larger than the first level is cropped here.
+  return grid.slice(2, 0, std::min(r, height0_)).slice(3, 0, std::min(r, width0_));
+}
+
+at::Tensor CrosswayDecoder::grid_features(const at::Tensor& features) {
   // Tiling and the per-pixel projection commute: project the r x r grid, then tile it.
-  const at::Tensor tiled = grid.repeat({1, 1, ceil_div(height0_, r), ceil_div(width0_, r)});
-  return tiled.slice(2, 0, height0_).slice(3, 0, width0_);
+  return tile_2d(grid_tile(features), height0_, width0_);
 }
 
 at::Tensor CrosswayDecoder::level_forward(std::size_t i, const at::Tensor& x) {
   torch::nn::Sequential& level = levels_.at(i);
-  // One grid for the batch: the blocks take it as channels shared by every sample.
-  const at::Tensor pe = crossway_positional_grid(1, options_.decode_pe_dim, x.size(2), x.size(3), x.options());
+  const int64_t height = height0_ << i, width = width0_ << i;
+  // One grid for the batch: the blocks take it as channels shared by every sample (and x, at
+  // the first level, as the tile that repeats over the level).
+  const at::Tensor pe = crossway_positional_grid(1, options_.decode_pe_dim, height, width, x.options());
   const at::Tensor y = level->at<ResidualBlock2DImpl>(0).forward_with_shared(x, pe);
   return level->at<Upsample2dImpl>(2).forward(level->at<ResidualBlock2DImpl>(1).forward(y));
 }
@@ -129,7 +134,7 @@ at::Tensor CrosswayDecoder::level_forward(std::size_t i, const at::Tensor& x) {
 at::Tensor CrosswayDecoder::final_forward(const at::Tensor& x) { return final_conv_->forward(x); }
 
 at::Tensor CrosswayDecoder::forward(const at::Tensor& features) {
-  at::Tensor x = grid_features(features);
+  at::Tensor x = grid_tile(features);
   for (std::size_t i = 0; i < levels_.size(); ++i) x = level_forward(i, x);
   return final_forward(x);
 }

@@ -8,8 +8,9 @@
 // (U = decode_dims.size() - 1 upsamplings), then each of U levels concatenates a fixed
 // sin/cos positional grid (decode_pe_dim channels) and runs ResidualBlock2D x 2 + Upsample2d
 // (`blocks.i`); `final_conv` is Conv2dBlock (8 groups, as the original) + a 1x1 conv to the
-// image channels. The grid is the same for every sample, so its part of the first convs is
-// computed once per call (ResidualBlock2D::forward_with_shared), not concatenated per sample.
+// image channels. The positional grid is the same for every sample, so its part of the first
+// convs is computed once per call, not concatenated per sample, and the first level's convs
+// of the tiled grid run on a short tiling (ResidualBlock2D::forward_with_shared).
 //
 // Two inputs, both the original's:
 //   kUnetMid      (type C, what the paper describes): the U-Net's features after its mid
@@ -72,9 +73,12 @@ class CrosswayDecoder : public torch::nn::Module {
   // (b0 step0, b0 step1, ...), H' = image_height rounded down to a multiple of 2^U.
   at::Tensor forward(const at::Tensor& features);
   // forward's stages, public for timing (bench/policy_step_bench.cpp):
-  // features -> the tiled grid [B * n_obs_steps, D, h0, w0];
+  // features -> the projected grid [B * n_obs_steps, D, r, r] (cropped to h0 x w0 if larger),
+  // and that grid tiled to the first level [B * n_obs_steps, D, h0, w0];
+  at::Tensor grid_tile(const at::Tensor& features);
   at::Tensor grid_features(const at::Tensor& features);
-  // level i (0 first): positional grid + ResidualBlock2D x 2 + Upsample2d, [N, C, h, w] -> [N, C', 2h, 2w];
+  // level i (0 first): positional grid + ResidualBlock2D x 2 + Upsample2d, level i's input
+  // [N, C, h0 2^i, w0 2^i] (or, at level 0, grid_tile's tile of it) -> [N, C', h0 2^(i+1), w0 2^(i+1)];
   at::Tensor level_forward(std::size_t i, const at::Tensor& x);
   std::size_t num_levels() const { return levels_.size(); }
   // final_conv: [N, decode_dims[0], H', W'] -> [N, image_channels, H', W'].

@@ -1,13 +1,15 @@
 // The Crossway decoder's faster computations against the original's layer calls, values and
-// gradients in float64: Upsample2d (3 x 3 conv + pixel shuffle) against LibTorch's transposed
-// conv, forward_with_shared against forward on the concatenated input, the decoder against its
-// levels run on [x, positional grid] concatenations; and the U-Net-scaled width rule.
+// gradients in float64: Upsample2d (four 2 x 2 phase convs) against LibTorch's transposed conv,
+// mish_via_exp against at::mish, forward_with_shared (full or tiled x) against forward on the
+// concatenated input, the decoder against its levels run on [tiled grid, positional grid]
+// concatenations; and the U-Net-scaled width rule.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include <string>
 #include <vector>
 
 #include "policy/conv2d_components.h"
@@ -56,22 +58,65 @@ TEST(CrosswayDecoderEquivalence, Upsample2dIsTheTransposedConv) {
   }
 }
 
+TEST(CrosswayDecoderEquivalence, MishViaExpIsMish) {
+  // Across the range, at the exp cap (20) and past float's exp overflow (88.7).
+  const at::Tensor x = at::cat({at::linspace(-100, 100, 4001, at::kDouble),
+                                at::tensor({-1e30, -88.0, -20.0, -1e-6, 0.0, 1e-6, 19.9, 20.0, 20.1, 89.0, 1e30},
+                                           at::kDouble)});
+  for (auto dtype : {at::kDouble, at::kFloat}) {
+    const at::Tensor xf = x.to(dtype).clone().requires_grad_(), xr = x.to(dtype).clone().requires_grad_();
+    const at::Tensor fast = mish_via_exp(xf), ref = at::mish(xr);
+    fast.sum().backward();
+    ref.sum().backward();
+    ASSERT_FALSE(fast.isnan().any().item<bool>() || xf.grad().isnan().any().item<bool>());
+    const double tolerance = dtype == at::kDouble ? 1e-14 : 3e-7;  // relative, values; gradients absolute
+    EXPECT_LT(((fast - ref).abs() / ref.abs().clamp_min(1e-30)).max().item<double>(), tolerance) << dtype;
+    EXPECT_LT(max_abs_diff(xf.grad(), xr.grad()), dtype == at::kDouble ? 1e-14 : 3e-6) << dtype;
+  }
+  // Conv2dBlock computes its Sequential (conv, GroupNorm, torch::nn::Mish) with it.
+  at::manual_seed(1);
+  Conv2dBlock block(4, 6, 3, 2);
+  block->to(at::kDouble);
+  const at::Tensor input = at::randn({2, 4, 5, 5}, at::kDouble);
+  const at::Tensor out = block->forward(input);
+  const at::Tensor ref = block->named_children()["block"]->as<torch::nn::Sequential>()->forward(input);
+  EXPECT_LT(max_abs_diff(out, ref), 1e-13);
+  const at::Tensor w = at::randn(ref.sizes(), at::kDouble);
+  expect_same_grads(parameter_grads(*block, out, w), parameter_grads(*block, ref, w), 1e-12);
+}
+
 TEST(CrosswayDecoderEquivalence, SharedChannelsGiveTheConcatenatedInputsResult) {
-  // 6 + 4 -> 8: residual conv on the concatenation; 6 + 4 -> 10: identity residual.
-  for (int64_t out_channels : {8, 10}) {
-    at::manual_seed(out_channels);
-    ResidualBlock2D block(10, out_channels, /*kernel_size=*/3, /*n_groups=*/2);
+  // 6 + 4 -> 8: residual conv on the concatenation; 6 + 4 -> 10: identity residual. x full
+  // (5 x 4), or a tile repeated over 11 x 10: 2 x 2 and 3 x 3 tiles, kernels 3 and 5, so that the
+  // short tiling (2 pad + period rows, = 11 mod period) is shorter than the map.
+  struct Case {
+    int64_t out_channels, kernel, tile_h, tile_w, height, width;
+  };
+  for (const Case& c : {Case{8, 3, 5, 4, 5, 4}, Case{10, 3, 5, 4, 5, 4}, Case{8, 3, 2, 2, 11, 10},
+                        Case{8, 5, 2, 2, 11, 10}, Case{10, 5, 3, 3, 11, 10}, Case{8, 5, 1, 1, 11, 10}}) {
+    at::manual_seed(c.out_channels + c.kernel);
+    ResidualBlock2D block(10, c.out_channels, c.kernel, /*n_groups=*/2);
     block->to(at::kDouble);
-    const at::Tensor x = at::randn({3, 6, 5, 4}, at::kDouble), shared = at::randn({1, 4, 5, 4}, at::kDouble);
+    const at::Tensor x = at::randn({3, 6, c.tile_h, c.tile_w}, at::kDouble).requires_grad_();
+    const at::Tensor shared = at::randn({1, 4, c.height, c.width}, at::kDouble);
     const at::Tensor fast = block->forward_with_shared(x, shared);
-    const at::Tensor ref = block->forward(at::cat({x, shared.expand({3, -1, -1, -1})}, 1));
-    EXPECT_LT(max_abs_diff(fast, ref), 1e-12) << "out " << out_channels;
+    const at::Tensor x_ref = x.detach().clone().requires_grad_();
+    const at::Tensor ref = block->forward(at::cat({tile_2d(x_ref, c.height, c.width), shared.expand({3, -1, -1, -1})}, 1));
+    ASSERT_EQ(fast.sizes(), ref.sizes());
+    const std::string name = "out " + std::to_string(c.out_channels) + ", kernel " + std::to_string(c.kernel) +
+                             ", tile " + std::to_string(c.tile_h) + "x" + std::to_string(c.tile_w);
+    EXPECT_LT(max_abs_diff(fast, ref), 1e-12) << name;
     const at::Tensor w = at::randn(ref.sizes(), at::kDouble);
     expect_same_grads(parameter_grads(*block, fast, w), parameter_grads(*block, ref, w), 1e-11);
+    EXPECT_LT(max_abs_diff(x.grad(), x_ref.grad()), 1e-11) << name;
   }
+  // tile_2d is the original's repeat-then-crop.
+  const at::Tensor tile = at::arange(6, at::kDouble).view({1, 1, 2, 3});
+  EXPECT_TRUE(at::equal(tile_2d(tile, 3, 4), tile.repeat({1, 1, 2, 2}).slice(2, 0, 3).slice(3, 0, 4)));
   ResidualBlock2D block(10, 8, 3, 2);
   EXPECT_THROW(block->forward_with_shared(at::randn({3, 6, 5, 4}), at::randn({3, 4, 5, 4})), UsageError);
   EXPECT_THROW(block->forward_with_shared(at::randn({3, 6, 5, 4}), at::randn({1, 3, 5, 4})), UsageError);
+  EXPECT_THROW(block->forward_with_shared(at::randn({3, 6, 6, 4}), at::randn({1, 4, 5, 4})), UsageError);
 }
 
 TEST(CrosswayDecoderEquivalence, DecoderMatchesItsLevelsOnConcatenatedGrids) {
@@ -79,7 +124,8 @@ TEST(CrosswayDecoderEquivalence, DecoderMatchesItsLevelsOnConcatenatedGrids) {
   o.feature_dim = 32;
   o.decode_dims = {8, 16, 16};  // two levels
   o.decode_pe_dim = 8;
-  o.image_height = o.image_width = 12;
+  o.image_height = 44;  // the first level 11 x 10: the 2 x 2 grid through a short tiling
+  o.image_width = 40;
   o.kernel_size = 3;
   o.n_groups = 4;
   at::manual_seed(0);
@@ -95,7 +141,7 @@ TEST(CrosswayDecoderEquivalence, DecoderMatchesItsLevelsOnConcatenatedGrids) {
     x = level->as<torch::nn::Sequential>()->forward(at::cat({x, pe}, 1));
   }
   const at::Tensor ref = decoder.final_forward(x);
-  ASSERT_EQ(fast.sizes(), at::IntArrayRef({4, 3, 12, 12}));
+  ASSERT_EQ(fast.sizes(), at::IntArrayRef({4, 3, 44, 40}));
   EXPECT_LT(max_abs_diff(fast, ref), 1e-12);
   const at::Tensor w = at::randn(ref.sizes(), at::kDouble);
   expect_same_grads(parameter_grads(decoder, fast, w), parameter_grads(decoder, ref, w), 1e-11);
