@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "util/errors.h"
@@ -163,6 +164,32 @@ TEST(PushTRollout, ExecutesEveryActionOfAChunkBeforeAskingAgain) {
   o.image_size = 8;
   EXPECT_EQ(run_pusht_rollout(env, actor, 2, o).steps, 7);
   EXPECT_EQ(actor.calls, 3);  // 3 + 3 + 1 (the rest of the last chunk dropped)
+}
+
+// The floor: the agent stays where it starts, so the block does not move (seed 0 starts the agent
+// clear of the T); the score is the start's min(coverage / 0.95, 1). The observation carries the
+// block pose a low-dim policy reads.
+TEST(PushTRollout, TheDoNothingActorLeavesTheBlockWhereItLies) {
+  PushTEnv env;
+  env.reset(0);
+  const PushTState start = env.state();
+  const double start_coverage = env.coverage();
+  PushTDoNothingActor actor;
+  RolloutOptions o;
+  o.image_size = 8;
+  o.max_steps = 30;
+  std::vector<PushTObservation> seen;
+  const RolloutResult r = run_pusht_rollout(env, actor, 0, o, [&](const PushTObservation& obs, const PushTState&, Point2,
+                                                                  const PushTStepResult&) { seen.push_back(obs); });
+  EXPECT_EQ(r.steps, 30);
+  EXPECT_NEAR(env.state().block_x, start.block_x, 1e-6);
+  EXPECT_NEAR(env.state().block_y, start.block_y, 1e-6);
+  EXPECT_NEAR(env.state().agent_x, start.agent_x, 1e-3);
+  EXPECT_NEAR(r.max_coverage, start_coverage, 1e-9);
+  EXPECT_NEAR(r.max_reward, std::min(start_coverage / 0.95, 1.0), 1e-9);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_DOUBLE_EQ(seen[0].block_x, start.block_x);
+  EXPECT_DOUBLE_EQ(seen[0].block_angle, start.block_angle);
 }
 
 TEST(PushTRollout, BadOptionsAndActorsAreErrors) {
