@@ -71,18 +71,22 @@ namespace {
 // rows i - pad .. i + pad, so it is fixed by i's phase and by how far the padding reaches in.
 // The output is therefore read off the conv of a shorter tiling of m = size (mod period) rows,
 // m >= 2 pad + period: rows < pad from its top, rows >= size - pad from its bottom, the others
-// from its middle by phase. m = size when that is no shorter.
+// from its middle by phase (spread_rows). m = size when that is no shorter.
 int64_t reduced_size(int64_t size, int64_t period, int64_t pad) {
   int64_t m = 2 * pad + period;
   m += ((size - m) % period + period) % period;
   return std::min(m, size);
 }
 
-at::Tensor reduced_rows(int64_t size, int64_t m, int64_t period, int64_t pad) {
-  std::vector<int64_t> rows(static_cast<std::size_t>(size));
-  for (int64_t i = 0; i < size; ++i)
-    rows[static_cast<std::size_t>(i)] = i < pad ? i : i >= size - pad ? m - (size - i) : pad + (i - pad) % period;
-  return at::tensor(rows, at::kLong);
+// The reduced tiling's conv output y (m along `dim`) spread to `size`: its first and last pad
+// rows at the ends, its rows pad .. pad + period - 1 repeated between (phase by phase).
+at::Tensor spread_rows(const at::Tensor& y, int64_t dim, int64_t size, int64_t period, int64_t pad) {
+  const int64_t m = y.size(dim);
+  if (m == size) return y;
+  std::vector<int64_t> repeats(static_cast<std::size_t>(y.dim()), 1);
+  repeats[static_cast<std::size_t>(dim)] = (size - 2 * pad + period - 1) / period;
+  const at::Tensor middle = y.narrow(dim, pad, period).repeat(repeats).narrow(dim, 0, size - 2 * pad);
+  return at::cat({y.narrow(dim, 0, pad), middle, y.narrow(dim, m - pad, pad)}, dim);
 }
 
 // conv(tile_2d(x, height, width); weight) + bias for a stride-1 same-padded conv, through the
@@ -90,10 +94,8 @@ at::Tensor reduced_rows(int64_t size, int64_t m, int64_t period, int64_t pad) {
 at::Tensor conv2d_of_tiling(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                             c10::IntArrayRef padding, int64_t height, int64_t width) {
   const int64_t mh = reduced_size(height, x.size(2), padding[0]), mw = reduced_size(width, x.size(3), padding[1]);
-  at::Tensor y = at::conv2d(tile_2d(x, mh, mw), weight, bias, /*stride=*/1, padding);
-  if (mh != height) y = y.index_select(2, reduced_rows(height, mh, x.size(2), padding[0]));
-  if (mw != width) y = y.index_select(3, reduced_rows(width, mw, x.size(3), padding[1]));
-  return y;
+  const at::Tensor y = at::conv2d(tile_2d(x, mh, mw), weight, bias, /*stride=*/1, padding);
+  return spread_rows(spread_rows(y, 2, height, x.size(2), padding[0]), 3, width, x.size(3), padding[1]);
 }
 
 }  // namespace
