@@ -15,7 +15,7 @@
 namespace sparsevit::experiments {
 namespace {
 
-// The last line of a file that parses as a JSON object (summary.json is `policy train`'s last line).
+// A file holding one JSON object (summary.json: `policy train`'s last line, config.json).
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot be read");

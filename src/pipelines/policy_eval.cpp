@@ -24,11 +24,12 @@ nlohmann::json PolicyEvalResult::to_json() const {
                       {"mean_max_coverage", mean_max_coverage},
                       {"seconds", seconds},
                       {"per_episode", eps}};
-  if (has_floor)
-    j["do_nothing"] = {{"score", floor.score},
-                       {"success_rate", floor.success_rate},
-                       {"mean_max_coverage", floor.mean_max_coverage}};
+  if (has_floor) j["do_nothing"] = floor.to_json();
   return j;
+}
+
+nlohmann::json PushTScores::to_json() const {
+  return {{"score", score}, {"success_rate", success_rate}, {"mean_max_coverage", mean_max_coverage}};
 }
 
 std::string eval_line(const PolicyEvalResult& r) {

@@ -37,6 +37,7 @@ struct PushTScores {
   double score = 0;              // Diffusion Policy's test_mean_score: mean of min(max coverage / 0.95, 1)
   double success_rate = 0;       // share of episodes solved
   double mean_max_coverage = 0;
+  nlohmann::json to_json() const;  // {"score", "success_rate", "mean_max_coverage"}
 };
 
 struct PolicyEvalResult {
@@ -45,6 +46,7 @@ struct PolicyEvalResult {
   bool has_floor = false;
   PushTScores floor;             // the do-nothing actor on the same seeds
   double seconds = 0;
+  PushTScores scores() const { return {score, success_rate, mean_max_coverage}; }
   nlohmann::json to_json() const;
 };
 

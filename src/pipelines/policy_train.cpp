@@ -173,18 +173,13 @@ nlohmann::json PolicyTrainSummary::to_json() const {
   if (!evaluated_checkpoint.empty()) j["evaluated_checkpoint"] = evaluated_checkpoint;
   if (probed) j["probe"] = probe.to_json();
   if (evaluated) {
-    j["score"] = eval.score;
-    j["success_rate"] = eval.success_rate;
-    j["mean_max_coverage"] = eval.mean_max_coverage;
+    j.update(eval.scores().to_json());
     j["eval_episodes"] = static_cast<int64_t>(eval.episodes.size());
-    if (eval.has_floor)
-      j["do_nothing"] = {{"score", eval.floor.score}, {"success_rate", eval.floor.success_rate},
-                         {"mean_max_coverage", eval.floor.mean_max_coverage}};
+    if (eval.has_floor) j["do_nothing"] = eval.floor.to_json();
   }
   if (evaluated_train) {
-    j["train_seeds"] = {{"score", eval_train.score}, {"success_rate", eval_train.success_rate},
-                        {"mean_max_coverage", eval_train.mean_max_coverage},
-                        {"episodes", static_cast<int64_t>(eval_train.episodes.size())}};
+    j["train_seeds"] = eval_train.scores().to_json();
+    j["train_seeds"]["episodes"] = static_cast<int64_t>(eval_train.episodes.size());
   }
   return j;
 }
