@@ -12,6 +12,10 @@ step (decay on >= 2-D weights), zero_grad. Batches are random tensors already in
 
     OMP_NUM_THREADS=2 python3 bench/vit_train_pytorch.py --model vit_nano_patch2_28 --batch 128 --threads 2
 
+`--attention sdpa` (torch >= 2.0) computes attention with F.scaled_dot_product_attention, as timm
+does when its fused_attn is on (the PyTorch 2.x peer of bench/peers_bench.py); the default,
+`eager`, is the matmul-softmax-matmul above.
+
 prints one JSON line: images_per_second (median step), median_ms, params.
 """
 import argparse
@@ -34,9 +38,10 @@ MODELS = {
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, sdpa=False):
         super().__init__()
         self.num_heads = heads
+        self.sdpa = sdpa
         self.scale = (dim // heads) ** -0.5
         self.qkv = nn.Linear(dim, dim * 3, bias=True)
         self.proj = nn.Linear(dim, dim)
@@ -45,6 +50,9 @@ class Attention(nn.Module):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
+        if self.sdpa:  # timm's fused_attn path: torch's fused kernel, scale 1/sqrt(D)
+            x = F.scaled_dot_product_attention(q, k, v)
+            return self.proj(x.transpose(1, 2).reshape(B, N, C))
         attn = (q @ k.transpose(-2, -1)) * self.scale
         attn = attn.softmax(dim=-1)
         x = (attn @ v).transpose(1, 2).reshape(B, N, C)
@@ -52,10 +60,10 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, sdpa=False):
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-        self.attn = Attention(dim, heads)
+        self.attn = Attention(dim, heads, sdpa)
         self.norm2 = nn.LayerNorm(dim, eps=1e-6)
         self.fc1 = nn.Linear(dim, 4 * dim)
         self.fc2 = nn.Linear(4 * dim, dim)
@@ -66,13 +74,13 @@ class Block(nn.Module):
 
 
 class VisionTransformer(nn.Module):
-    def __init__(self, img, patch, chans, dim, depth, heads, classes):
+    def __init__(self, img, patch, chans, dim, depth, heads, classes, sdpa=False):
         super().__init__()
         self.patch_embed = nn.Conv2d(chans, dim, patch, stride=patch)
         n = (img // patch) ** 2 + 1
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.randn(1, n, dim) * 0.02)
-        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.blocks = nn.Sequential(*[Block(dim, heads, sdpa) for _ in range(depth)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
         self.head = nn.Linear(dim, classes)
 
@@ -91,11 +99,13 @@ def main():
     ap.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--forward", action="store_true", help="time inference (no_grad forward) instead")
+    ap.add_argument("--attention", default="eager", choices=["eager", "sdpa"],
+                    help="eager: matmul-softmax-matmul (default); sdpa: F.scaled_dot_product_attention (torch >= 2.0)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     img, patch, chans, dim, depth, heads, classes = MODELS[a.model]
-    model = VisionTransformer(img, patch, chans, dim, depth, heads, classes)
+    model = VisionTransformer(img, patch, chans, dim, depth, heads, classes, sdpa=a.attention == "sdpa")
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
@@ -124,10 +134,13 @@ def main():
         step()
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
-    print(json.dumps({"framework": f"pytorch {torch.__version__} eager", "model": a.model, "batch": a.batch,
-                      "threads": torch.get_num_threads(), "pass": "forward" if a.forward else "train_step",
-                      "median_ms": med * 1e3, "images_per_second": a.batch / med,
-                      "params": sum(p.numel() for p in model.parameters())}))
+    result = {"framework": f"pytorch {torch.__version__} {a.attention}", "model": a.model, "batch": a.batch,
+              "threads": torch.get_num_threads(), "pass": "forward" if a.forward else "train_step",
+              "median_ms": med * 1e3, "images_per_second": a.batch / med,
+              "params": sum(p.numel() for p in model.parameters())}
+    if a.attention != "eager":  # the eager output stays as it was
+        result.update(attention=a.attention, times_ms=[t * 1e3 for t in times])
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
