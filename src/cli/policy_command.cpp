@@ -8,6 +8,7 @@ void register_policy_command(CLI::App& app) {
   CLI::App* policy = app.add_subcommand("policy", "Robot imitation learning on PushT: demonstrations, policies");
   policy->require_subcommand(1);
   add_policy_collect_command(policy);
+  add_policy_dataset_info_command(policy);
 #ifdef SPARSEVIT_HAVE_POLICY_TRAIN
   add_policy_train_command(policy);
   add_policy_eval_command(policy);

@@ -8,6 +8,8 @@ namespace sparsevit::cli {
 
 // `policy collect`: expert demonstrations to a .episodes file (policy_collect_command.cpp).
 void add_policy_collect_command(CLI::App* policy);
+// `policy dataset-info`: what the policy reads from demonstrations (policy_dataset_info_command.cpp).
+void add_policy_dataset_info_command(CLI::App* policy);
 
 #ifdef SPARSEVIT_HAVE_POLICY_TRAIN
 // `policy train`: the diffusion policy on demonstrations (policy_train_command.cpp).
