@@ -18,8 +18,7 @@ from peers import require_peer
 zarr = require_peer("zarr")
 numcodecs = require_peer("numcodecs")
 
-from test_patch_model import ROOT  # noqa: E402
-
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SPARSEVIT_BUILD", os.path.join(ROOT, "build"))
 CLI = os.path.join(BUILD, "sparsevit")
 ZARR3 = int(zarr.__version__.split(".")[0]) >= 3

@@ -5,6 +5,8 @@
 #   source scripts/lib/python_peers.sh; sparsevit_python_peers "$BUILD/python-peers"
 #   PYTHONPATH=python:"$BUILD/python-peers" python3 -m pytest python/tests/test_peer_*.py
 # timm 1.0.31 (the newest at the time) imports and runs on torch 1.13 (Debian 12) and 2.6 (Debian 13).
+# Every peer here is a pure-Python wheel (py3-none-any), so one Python may install them for another:
+# run this on the host for the Debian 13 root too (the root's pip may not trust the host's proxy).
 
 SPARSEVIT_PYTHON_PEERS=(timm==1.0.31)
 
