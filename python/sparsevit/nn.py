@@ -130,7 +130,11 @@ class SparseAttention(nn.Module):
                                       "supported by dense attention only, as in the C++ models)")
         return sparse_attention(q, k, v, pattern[0], pattern[1], self.scale)
 
-    def forward(self, x):
+    def forward(self, x, attn_mask=None, is_causal=False):
+        # timm >= 1.0 passes Block's attn_mask (None unless the caller gives one) to its Attention.
+        if attn_mask is not None or is_causal:
+            raise NotImplementedError("sparsevit.nn: an extra attn_mask / is_causal (the layer's own pattern is "
+                                      "its mask; call the model without one)")
         if self._cpp_names:
             return self._cpp_forward(x)
         b, n, c = x.shape
