@@ -61,6 +61,24 @@ def sh(cmd):
         return f"unavailable ({type(e).__name__})"
 
 
+def git_head():
+    """The checkout's commit, read from .git (the Debian 13 root has no git)."""
+    git = os.path.join(REPO, ".git")
+    try:
+        head = open(os.path.join(git, "HEAD")).read().strip()
+        if not head.startswith("ref: "):
+            return head[:12]
+        ref = head[5:]
+        if os.path.exists(os.path.join(git, ref)):
+            return open(os.path.join(git, ref)).read().strip()[:12]
+        for line in open(os.path.join(git, "packed-refs")):
+            if line.strip().endswith(" " + ref):
+                return line.split()[0][:12]
+    except OSError:
+        pass
+    return "unknown"
+
+
 def error_state(e):
     lines = str(e).strip().splitlines()
     # Inductor wraps the cause: "backend='inductor' raised:\nIndexError: ..." -> keep the cause too.
@@ -123,6 +141,8 @@ def time_rotated(methods, reps, warmup):
     data in cache, as a model runs a layer); the order of methods rotates every repeat so that
     slow drifts of a shared machine spread over all of them. Returns name -> list of ms."""
     names = list(methods)
+    if not names:
+        return {}
     for name in names:
         for _ in range(warmup):
             methods[name]()
@@ -249,6 +269,10 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
             except Exception as e:
                 results[name] = error_state(e)
                 if name == "flex_compiled":
+                    if pass_name == "fwd_bwd":  # read in torch/_inductor/kernel/flex_attention.py (2.6)
+                        results[name]["note"] = ("torch 2.6's CPU lowering of flex_attention (lower_cpu) returns the "
+                                                 "output alone, no logsumexp for a backward: 'torch.compile on CPU "
+                                                 "only supports inference'")
                     flex_state[pass_name + "_failed"] = results[name]
                     traceback.print_exc(limit=2)
                 continue
@@ -395,8 +419,7 @@ def main():
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     started = time.perf_counter()
     record = {"command": " ".join([os.path.basename(sys.executable)] + sys.argv), "date_utc": now_utc(),
-              "git_commit": sh(f"git -C {REPO} rev-parse --short HEAD"),
-              "git_status_of_bench": sh(f"git -C {REPO} status --short -- bench python src | head -20").splitlines(),
+              "git_commit": git_head(),
               "load_before": load_state()}
     flex_setup = setup_inductor_cpu(args)
 
