@@ -111,8 +111,17 @@ def machine_info(torch):
                 blas.add(os.path.realpath(path))
     with open("/proc/meminfo") as f:
         mem_kib = int(f.readline().split()[1])
+    caches = {}  # what the roofline's working sets compare with (L3 may hold N = 197's tensors)
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for idx in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            level = open(f"{base}/{idx}/level").read().strip()
+            kind = open(f"{base}/{idx}/type").read().strip()
+            caches[f"L{level} {kind}"] = open(f"{base}/{idx}/size").read().strip()
+        except OSError:
+            pass
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem_kib / 2**20, 1),
+        "cpu": cpu, "cores": os.cpu_count(), "mem_gib": round(mem_kib / 2**20, 1), "caches_per_cpu0": caches,
         "kernel": platform.release(), "os": sh(". /etc/os-release && echo $PRETTY_NAME"),
         "python": platform.python_version(), "torch": torch.__version__,
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),

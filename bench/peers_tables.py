@@ -29,7 +29,9 @@ def header(d):
     blas = ", ".join(p.rsplit("/", 1)[-1] for p in m["blas_libraries_loaded"]) or "none found"
     fs = d.get("flex_setup", {})
     lines = [
-        f"- machine: {m['cpu']}, {m['cores']} cores visible, {m['mem_gib']} GiB; {m['os']}; Python {m['python']}, "
+        f"- machine: {m['cpu']}, {m['cores']} cores visible, {m['mem_gib']} GiB, L2 "
+        f"{m.get('caches_per_cpu0', {}).get('L2 Unified', '?')} per core, L3 {m.get('caches_per_cpu0', {}).get('L3 Unified', '?')}; "
+        f"{m['os']}; Python {m['python']}, "
         f"torch {m['torch']} ({m['torch_cpu_capability']}), {m['torch_threads']} threads "
         f"(OMP_NUM_THREADS={m['omp_num_threads']}); BLAS loaded: {blas}; {m['gxx']}",
         f"- date {d['date_utc']}, commit {d['git_commit']}, {d['wall_s'] / 60:.1f} min; command: `{d['command']}`",
