@@ -1,13 +1,13 @@
 #include "config/attention_spec.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
 
 #include "config/attention_backends.h"
+#include "config/config_document.h"
+#include "config/config_node.h"
 #include "patterns/mask_registry.h"
 #include "util/did_you_mean.h"
 #include "util/errors.h"
@@ -15,67 +15,58 @@
 namespace sparsevit::config {
 namespace {
 
-std::string where(const std::string& source, const YAML::Mark& mark) {
-  if (mark.is_null()) return source;
-  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+// Every error names where its node came from (config/config_node.h: "file:line:col").
+[[noreturn]] void fail(const ConfigNode& node, const std::string& message) {
+  throw UsageError(node.location() + ": " + message);
 }
 
-[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& message) {
-  throw UsageError(where(source, node.Mark()) + ": " + message);
+std::string scalar_of(const ConfigNode& node, const std::string& key) {
+  if (!node.is_scalar()) fail(node, "'" + key + "' must be a single value");
+  return node.text();
 }
 
-std::string scalar_of(const std::string& source, const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) fail(source, node, "'" + key + "' must be a single value");
-  return node.Scalar();
-}
-
-// yaml-cpp keeps duplicate keys silently (and lookups find the first): refuse them.
-void reject_duplicate_keys(const std::string& source, const YAML::Node& map, const std::string& section) {
+// The tree keeps duplicate keys (and lookups find the first): refuse them.
+void reject_duplicate_keys(const ConfigNode& map, const std::string& section) {
   std::vector<std::string> seen;
-  for (const auto& item : map) {
-    if (!item.first.IsScalar()) fail(source, item.first, "keys of '" + section + "' must be names");
-    const std::string key = item.first.Scalar();
+  for (const auto& [key_node, value] : map.entries()) {
+    if (!key_node.is_scalar()) fail(key_node, "keys of '" + section + "' must be names");
+    const std::string& key = key_node.text();
     if (std::find(seen.begin(), seen.end(), key) != seen.end())
-      fail(source, item.first, "duplicate key '" + key + "' in '" + section + "'");
+      fail(key_node, "duplicate key '" + key + "' in '" + section + "'");
     seen.push_back(key);
   }
 }
 
-void check_keys(const std::string& source, const YAML::Node& map, const std::string& section,
-                const std::vector<std::string>& allowed) {
-  reject_duplicate_keys(source, map, section);
-  for (const auto& item : map) {
-    const std::string key = item.first.Scalar();
+void check_keys(const ConfigNode& map, const std::string& section, const std::vector<std::string>& allowed) {
+  reject_duplicate_keys(map, section);
+  for (const auto& [key_node, value] : map.entries()) {
+    const std::string& key = key_node.text();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      fail(source, item.first, unknown_name_message("key in '" + section + "'", key, allowed));
+      fail(key_node, unknown_name_message("key in '" + section + "'", key, allowed));
   }
 }
 
 // A `name: value` / `name: [values]` mapping into kwargs that remember file:line.
-void read_kwargs(const std::string& source, const YAML::Node& kwargs, const std::string& section,
-                 patterns::MaskKwargs& out) {
-  if (!kwargs.IsMap()) fail(source, kwargs, "'" + section + "' must be a mapping of name: value");
-  reject_duplicate_keys(source, kwargs, section);
-  for (const auto& item : kwargs) {
-    const std::string name = item.first.Scalar();
-    const std::string at = where(source, item.first.Mark());
-    const YAML::Node& value = item.second;
-    if (value.IsScalar()) {
-      out.set_scalar(name, value.Scalar(), at);
-    } else if (value.IsSequence()) {
+void read_kwargs(const ConfigNode& kwargs, const std::string& section, patterns::MaskKwargs& out) {
+  if (!kwargs.is_map()) fail(kwargs, "'" + section + "' must be a mapping of name: value");
+  reject_duplicate_keys(kwargs, section);
+  for (const auto& [key_node, value] : kwargs.entries()) {
+    const std::string& name = key_node.text();
+    const std::string& at = key_node.location();
+    if (value.is_scalar()) {
+      out.set_scalar(name, value.text(), at);
+    } else if (value.is_sequence()) {
       std::vector<std::string> items;
-      for (const auto& element : value) {
-        if (!element.IsScalar()) fail(source, element, section + "." + name + ": list items must be values");
-        items.push_back(element.Scalar());
+      for (const auto& element : value.items()) {
+        if (!element.is_scalar()) fail(element, section + "." + name + ": list items must be values");
+        items.push_back(element.text());
       }
       out.set_list(name, std::move(items), at);
     } else {
-      fail(source, value, section + "." + name + ": expected a value or a list of values");
+      fail(value, section + "." + name + ": expected a value or a list of values");
     }
   }
 }
-
-AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::string& source);
 
 }  // namespace
 
@@ -101,71 +92,65 @@ AttentionKernel parse_kernel(const std::string& name) {
 }
 
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source) {
-  try {
-    return parse_attention_yaml(yaml_text, source);
-  } catch (const YAML::Exception& e) {
-    throw UsageError(where(source, e.mark) + ": invalid YAML: " + e.msg);
-  }
+  return parse_attention_spec(read_config_document(yaml_text, source), source);
 }
 
-namespace {
-
-AttentionSpec parse_attention_yaml(const std::string& yaml_text, const std::string& source) {
-  const YAML::Node root = YAML::Load(yaml_text);
-  if (!root.IsMap()) fail(source, root, "expected a mapping with an 'attention' section");
-  check_keys(source, root, "top level", {"attention"});
-  if (!root["attention"]) fail(source, root, "missing the 'attention' section");
-  const YAML::Node attention = root["attention"];
-  if (!attention.IsMap()) fail(source, attention, "'attention' must be a mapping (backend, mask, mask_kwargs)");
-  check_keys(source, attention, "attention", {"backend", "mask", "mask_kwargs", "backend_kwargs", "kernel"});
+AttentionSpec parse_attention_spec(const ConfigNode& root, const std::string& source) {
+  if (!root.is_map()) fail(root, "expected a mapping with an 'attention' section");
+  check_keys(root, "top level", {"attention"});
+  const ConfigNode* attention_node = root.find("attention");
+  if (!attention_node) fail(root, "missing the 'attention' section");
+  const ConfigNode& attention = *attention_node;
+  if (!attention.is_map()) fail(attention, "'attention' must be a mapping (backend, mask, mask_kwargs)");
+  check_keys(attention, "attention", {"backend", "mask", "mask_kwargs", "backend_kwargs", "kernel"});
 
   AttentionSpec spec;
   spec.source = source;
   spec.backend_kwargs.set_section("backend_kwargs");
-  if (const YAML::Node n = attention["backend"]) {
-    spec.backend = scalar_of(source, n, "backend");
+  if (const ConfigNode* n = attention.find("backend")) {
+    spec.backend = scalar_of(*n, "backend");
     // Case-insensitive: the reference implementation's configs write `backend: ViT`.
     std::transform(spec.backend.begin(), spec.backend.end(), spec.backend.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const auto names = backend_names();
     if (std::find(names.begin(), names.end(), spec.backend) == names.end())
-      fail(source, n, unknown_name_message("backend", spec.backend, names));
+      fail(*n, unknown_name_message("backend", spec.backend, names));
   }
-  if (const YAML::Node n = attention["kernel"]) {
+  if (const ConfigNode* n = attention.find("kernel")) {
     try {
-      spec.kernel = parse_kernel(scalar_of(source, n, "kernel"));
+      spec.kernel = parse_kernel(scalar_of(*n, "kernel"));
     } catch (const UsageError& e) {
-      fail(source, n, e.what());
+      fail(*n, e.what());
     }
   }
-  if (const YAML::Node n = attention["mask"]; n && !n.IsNull()) {
-    spec.mask = scalar_of(source, n, "mask");
+  const ConfigNode* mask = attention.find("mask");
+  if (mask && !mask->is_null()) {
+    spec.mask = scalar_of(*mask, "mask");
     if (spec.mask == "none" || spec.mask == "dense") spec.mask.clear();
     if (spec.has_mask()) {
       try {
         patterns::find_mask(spec.mask);
       } catch (const UsageError& e) {
-        fail(source, n, e.what());
+        fail(*mask, e.what());
       }
     }
   }
-  if (const YAML::Node kwargs = attention["mask_kwargs"]; kwargs && !kwargs.IsNull()) {
-    if (!spec.has_mask()) fail(source, kwargs, "'mask_kwargs' given without a 'mask'");
-    read_kwargs(source, kwargs, "mask_kwargs", spec.mask_kwargs);
+  if (const ConfigNode* kwargs = attention.find("mask_kwargs"); kwargs && !kwargs->is_null()) {
+    if (!spec.has_mask()) fail(*kwargs, "'mask_kwargs' given without a 'mask'");
+    read_kwargs(*kwargs, "mask_kwargs", spec.mask_kwargs);
     patterns::validate_mask_kwargs(patterns::find_mask(spec.mask), spec.mask_kwargs);
   }
-  if (const YAML::Node kwargs = attention["backend_kwargs"]; kwargs && !kwargs.IsNull()) {
-    read_kwargs(source, kwargs, "backend_kwargs", spec.backend_kwargs);
+  if (const ConfigNode* kwargs = attention.find("backend_kwargs"); kwargs && !kwargs->is_null()) {
+    read_kwargs(*kwargs, "backend_kwargs", spec.backend_kwargs);
     validate_backend_kwargs(spec.backend, spec.backend_kwargs);
   }
   if (spec.has_mask() && !find_backend(spec.backend).takes_mask && spec.backend != "dense")
-    fail(source, attention["mask"], "backend '" + spec.backend + "' takes no mask (its kwargs go in 'backend_kwargs')");
+    fail(*mask, "backend '" + spec.backend + "' takes no mask (its kwargs go in 'backend_kwargs')");
   if (spec.backend == "dense" && spec.has_mask())
-    fail(source, attention["mask"], "backend 'dense' takes no mask; use backend 'vit' with a mask");
+    fail(*mask, "backend 'dense' takes no mask; use backend 'vit' with a mask");
   return spec;
 }
 
-}  // namespace
 
 namespace {
 

@@ -11,7 +11,8 @@
 //     backend: performer
 //     backend_kwargs: {num_features: 3, seed: 0}
 //
-// Unknown keys, backends, masks and kwargs are UsageErrors naming the key and file:line.
+// Unknown keys, backends, masks and kwargs are UsageErrors naming the key and file:line. The
+// parser reads a format-neutral tree (config/config_node.h), whichever YAML reader filled it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@
 #include "util/attention_geometry.h"
 
 namespace sparsevit::config {
+
+class ConfigNode;
 
 // Which kernel runs a static pattern (`kernel:`), parsed once with the config; `auto` is
 // resolved once per layer when its module is built (sparse below the density threshold,
@@ -49,7 +52,11 @@ struct AttentionSpec {
 std::vector<std::string> backend_names();
 std::vector<std::string> kernel_names();
 
+// The config's text, read by this build's YAML reader (config/config_document.h).
 AttentionSpec parse_attention_spec(const std::string& yaml_text, const std::string& source_name);
+// The one spec parser, over a document already read into the format-neutral tree; errors are
+// UsageErrors prefixed with the offending node's location.
+AttentionSpec parse_attention_spec(const ConfigNode& document, const std::string& source_name);
 AttentionSpec load_attention_spec(const std::string& path);
 
 // An attention config as a run uses it: the YAML text (it travels in checkpoints) and the spec.
