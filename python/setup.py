@@ -97,5 +97,7 @@ setup(
     install_requires=["PyYAML"],
     ext_modules=[CMakeLibraries("sparsevit._sparsevit_core")],
     cmdclass={"build_ext": BuildWithCMake},
+    # setuptools' own build folders per Python too: two platforms may build from one checkout at once.
+    options={"build": {"build_base": os.path.join("build", f"setuptools-{sys.implementation.cache_tag}")}},
     zip_safe=False,
 )
