@@ -306,13 +306,18 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
         warm = {n: timed(r, 1, max(0, args.warmup - 1), paired=False)[0] for n, r in runners.items()}
         slow = {n for n, t in warm.items() if t > args.slow_ms}
         times = time_rotated({n: r for n, r in runners.items() if n not in slow}, reps, 0)
+        very_slow = {n for n in slow if warm[n] > args.max_call_s * 1e3}
         for name in runners:
-            if name in slow:
+            if name in very_slow:  # the warm-up run is its only time: the run must stay bounded
+                times[name] = [warm[name]]
+            elif name in slow:
                 n_slow = min(reps, args.slow_reps, args.eager_flex_reps if name == "flex_eager" else reps)
                 times[name] = timed(runners[name], max(2, n_slow), 0, paired=False)
         for name, ts in times.items():
+            timing = ("one run (its warm-up run, over max_call_s)" if name in very_slow else
+                      "unpaired (slow)" if name in slow else "paired, rotated")
             results[name].update(times_ms=ts, median_ms=statistics.median(ts), reps=len(ts), warmup_ms=warm[name],
-                                 timing="unpaired (slow)" if name in slow else "paired, rotated")
+                                 timing=timing)
         for name, r in results.items():
             if "median_ms" in r and name != "ours":
                 r["ratio_to_ours"] = r["median_ms"] / results["ours"]["median_ms"]
@@ -414,6 +419,7 @@ def main():
     ap.add_argument("--eager-flex-reps", type=int, default=2, help="repeats of eager flex when it is slow")
     ap.add_argument("--slow-ms", type=float, default=500, help="a method whose warm-up run takes longer is slow")
     ap.add_argument("--slow-reps", type=int, default=3, help="repeats of a slow method (unpaired)")
+    ap.add_argument("--max-call-s", type=float, default=10, help="a method slower than this is timed once")
     ap.add_argument("--flex-block", type=int, default=128, help="BLOCK_SIZE of create_block_mask")
     ap.add_argument("--sleef-include", default=None, help="folder with sleef.h for inductor's CPU kernels")
     ap.add_argument("--no-flex-fix", action="store_true", help="leave inductor as it is (records the failure)")
@@ -443,7 +449,7 @@ def main():
     record["sparsevit_library"] = sparsevit.load_library()
     record["settings"] = {"threads": args.threads, "warmup": args.warmup, "reps_per_N": args.reps,
                           "eager_flex_reps": args.eager_flex_reps, "batch_per_N": BATCH, "heads": HEADS,
-                          "head_dim": HEAD_DIM, "slow_ms": args.slow_ms, "slow_reps": args.slow_reps,
+                          "head_dim": HEAD_DIM, "slow_ms": args.slow_ms, "slow_reps": args.slow_reps, "max_call_s": args.max_call_s,
                           "timing": "median of timed runs after a timed warm-up run; each timed run after an untimed "
                           "run of the same method, order rotated per repeat; methods slower than slow_ms unpaired, "
                           "slow_reps times (eager flex: eager_flex_reps)"}
