@@ -58,7 +58,7 @@ std::string describe(int err) {
 
 std::unique_ptr<AVIOContext, IoDeleter> alloc_io(void* opaque, int write_flag,
                                                  int (*read_packet)(void*, uint8_t*, int),
-                                                 int (*write_packet)(void*, uint8_t*, int),
+                                                 int (*write_packet)(void*, WritePacketBuffer, int),
                                                  int64_t (*seek)(void*, int64_t, int)) {
   constexpr int kBufferSize = 1 << 16;
   auto* buffer = static_cast<uint8_t*>(av_malloc(kBufferSize));

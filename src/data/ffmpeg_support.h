@@ -49,11 +49,18 @@ struct SwsDeleter {
   void operator()(SwsContext* sws) const { sws_freeContext(sws); }
 };
 
+// avio_alloc_context's write callback: FFmpeg 7 (libavformat 61) made its buffer const.
+#if LIBAVFORMAT_VERSION_MAJOR >= 61
+using WritePacketBuffer = const uint8_t*;
+#else
+using WritePacketBuffer = uint8_t*;
+#endif
+
 // An AVIO context with its own 64 KiB buffer over `opaque` (avio_alloc_context's callbacks;
 // write_flag 1 for output); nullptr when out of memory.
 std::unique_ptr<AVIOContext, IoDeleter> alloc_io(void* opaque, int write_flag,
                                                  int (*read_packet)(void*, uint8_t*, int),
-                                                 int (*write_packet)(void*, uint8_t*, int),
+                                                 int (*write_packet)(void*, WritePacketBuffer, int),
                                                  int64_t (*seek)(void*, int64_t, int));
 
 // An AVIO seek callback's work over a stream of `size` bytes read or written at `pos`: the

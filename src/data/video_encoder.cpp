@@ -36,7 +36,7 @@ struct Sink {
   std::string error;  // the AtomicFile's message, if a write failed
 };
 
-int write_packet(void* opaque, uint8_t* buf, int buf_size) {
+int write_packet(void* opaque, ffmpeg::WritePacketBuffer buf, int buf_size) {
   auto* sink = static_cast<Sink*>(opaque);
   if (!sink->error.empty()) return AVERROR(EIO);
   try {

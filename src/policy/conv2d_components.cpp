@@ -5,6 +5,7 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <string>
@@ -108,7 +109,12 @@ at::Tensor conv2d_with_shared(const torch::nn::Conv2dImpl& conv, const at::Tenso
     throw UsageError("Conv2d: shared channels " + c10::str(shared.sizes()) + " do not complete " +
                      c10::str(x.sizes()) + " to the " + std::to_string(conv.weight.size(1)) + " input channels");
   const auto& o = conv.options;
+  // Conv2dOptions::padding is a c10::variant in LibTorch 1.13, a std::variant from 2.x on.
+#if TORCH_VERSION_MAJOR >= 2
+  const auto& padding = std::get<torch::ExpandingArray<2>>(o.padding());
+#else
   const auto& padding = c10::get<torch::ExpandingArray<2>>(o.padding());
+#endif
   const at::Tensor weight_x = conv.weight.narrow(1, 0, cx), weight_shared = conv.weight.narrow(1, cx, cs);
   const bool same = (*o.stride())[0] == 1 && (*o.stride())[1] == 1 && (*o.dilation())[0] == 1 &&
                     (*o.dilation())[1] == 1 && 2 * (*padding)[0] + 1 == (*o.kernel_size())[0] &&
