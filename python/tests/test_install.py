@@ -34,7 +34,6 @@ def venv(tmp_path_factory):
     r = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", "--no-build-isolation", "--no-index",
                         os.path.join(ROOT, "python")], capture_output=True, text=True, env=clean_env(), cwd=home)
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
-    assert "sparsevit: building libsparsevit_ops.so and _sparsevit_core against torch" in r.stdout, r.stdout[-3000:]
     return venv
 
 
