@@ -9,7 +9,7 @@
 #include <caffe2/serialize/file_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include "util/atomic_file.h"
 #include "util/errors.h"
@@ -95,6 +95,35 @@ std::string top_level_keys(const c10::IValue& root) {
   return keys.empty() ? "none" : keys;
 }
 
+// What Python's torch.save writes for a dict of tensors: `data.pkl`, one `data/<key>` record per
+// storage (keyed by the pickle's persistent ids), then the version records. Not
+// torch::jit::pickle_save: its Pickler tags typed dicts with torch.jit._pickle.restore_type_tag, a
+// global torch.load(weights_only=True) refuses (torch 2.6's default, and timm's load_checkpoint).
+std::string torch_save_archive(const c10::IValue& root) {
+  std::string pickle;
+  torch::jit::Pickler pickler([&](const char* data, size_t size) { pickle.append(data, size); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(root);
+  pickler.stop();
+
+  std::string archive;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    archive.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  // Without get_tensor_id the Pickler names storage k (in the order it met them) "k".
+  const std::vector<at::Tensor>& storages = pickler.tensorData();
+  for (size_t k = 0; k < storages.size(); ++k) {
+    const torch::jit::WriteableTensorData bytes = torch::jit::getWriteableTensorData(storages[k]);
+    writer.writeRecord("data/" + std::to_string(k), bytes.data(), bytes.sizeInBytes());
+  }
+  writer.writeEndOfFile();
+  return archive;
+}
+
 }  // namespace
 
 c10::IValue parse_pth(std::string_view bytes, const std::string& source) {
@@ -153,8 +182,7 @@ void write_pth(const std::string& path, const weights::NamedTensors& tensors) {
     if (dict.contains(name)) throw UsageError(path + ": tensor '" + printable(name) + "' appears twice");
     dict.insert(name, tensor.detach().to(at::kCPU).contiguous());
   }
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-  write_file_atomically(path, std::string_view(bytes.data(), bytes.size()));
+  write_file_atomically(path, torch_save_archive(c10::IValue(dict)));
 }
 
 }  // namespace sparsevit::weights

@@ -2,7 +2,8 @@
 // pickled object, `<archive>/data/<key>` the raw bytes of each storage. Read with LibTorch's zip
 // reader and our restricted unpickler (weights/restricted_unpickler.h), so loading a file runs no
 // code from it: objects other than tensors, dicts, lists, tuples, numbers and strings are refused.
-// Written with torch::pickle_save, which Python's torch.load reads.
+// Written the way Python's torch.save writes a dict of tensors, so torch.load reads it with
+// weights_only=True (torch 2.6's default) as well.
 #pragma once
 
 #include <string>

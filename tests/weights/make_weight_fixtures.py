@@ -4,8 +4,8 @@
 Run with Debian's Python, which has torch 1.13 (the pyenv python3 has no torch):
     /usr/bin/python3 tests/weights/make_weight_fixtures.py            # rewrites tests/weights/fixtures/
     /usr/bin/python3 tests/weights/make_weight_fixtures.py --check-written OUR.pth OUR.safetensors EXPECTED.json
-The second form is run by the C++ test PythonReads.OurPthAndSafetensorsFiles: torch.load reads our
-write_pth output and the hand-written safetensors parser below reads our write_safetensors output,
+The second form is run by the C++ test PythonReads.OurPthAndSafetensorsFiles: torch.load, plain and
+with weights_only=True, reads our write_pth output and the hand-written safetensors parser below reads our write_safetensors output,
 and both must equal the expected values exactly (exit status 0), else it prints why and exits 1.
 Each fixture NAME has NAME.expected.json: [[name, dtype, shape, flat values], ...] in order.
 """
@@ -190,9 +190,13 @@ def make_fixtures():
 def check_written(pth, safetensors, expected_json):
     with open(expected_json) as f:
         expected = json.load(f)
+    # Plain torch.load (weights_only=True by default from torch 2.6 on) and weights_only=True on
+    # every version (what timm's load_checkpoint passes): only allow-listed globals in the pickle.
     loaded = torch.load(pth)
+    weights_only = torch.load(pth, weights_only=True)
     st, _ = read_safetensors_by_hand(safetensors)
-    for label, got in (("torch.load " + pth, loaded), ("safetensors " + safetensors, st)):
+    for label, got in (("torch.load " + pth, loaded), ("torch.load(weights_only=True) " + pth, weights_only),
+                       ("safetensors " + safetensors, st)):
         if list(got.keys()) != [e[0] for e in expected]:
             print(f"{label}: names {list(got.keys())} differ from {[e[0] for e in expected]}")
             return 1

@@ -5,6 +5,9 @@
 
 #include <filesystem>
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
 #include "weights_test_support.h"
 
 namespace sparsevit::weights {
@@ -99,6 +102,40 @@ TEST_F(PthFiles, WritePthReadPthRoundTrip) {
   write_pth(path("w.pth"), tensors);
   testing::expect_same(state_dict_from_pth(read_pth(path("w.pth")), path("w.pth")), tensors);
   EXPECT_THROW(write_pth(path("d.pth"), {{"x", at::ones({1})}, {"x", at::ones({1})}}), UsageError);
+}
+
+// Python's torch.load(weights_only=True) (torch 2.6's default) refuses globals off its allow-list,
+// such as the restore_type_tag that torch::jit::pickle_save writes for typed dicts; the Python side
+// of this check is python_interop_test.cpp.
+TEST_F(PthFiles, WritePthPicklesOnlyWhatTorchSaveDoes) {
+  const at::Tensor base = at::arange(12, at::kFloat).reshape({3, 4});
+  const weights::NamedTensors tensors = {{"first_row", base[0]}, {"last_row", base[2]}, {"other", at::ones({2})}};
+  write_pth(path("w.pth"), tensors);
+  testing::expect_same(state_dict_from_pth(read_pth(path("w.pth")), path("w.pth")), tensors);
+
+  caffe2::serialize::PyTorchStreamReader reader(path("w.pth"));
+  const auto [data, size] = reader.getRecord("data.pkl");
+  const std::string pickle(static_cast<const char*>(data.get()), size);
+  EXPECT_EQ(pickle.find("torch.jit"), std::string::npos) << "a TorchScript global in data.pkl";
+  EXPECT_NE(pickle.find("_rebuild_tensor_v2"), std::string::npos);
+  // The rows share one storage: written once, as torch.save does.
+  EXPECT_TRUE(reader.hasRecord("data/0"));
+  EXPECT_TRUE(reader.hasRecord("data/1"));
+  EXPECT_FALSE(reader.hasRecord("data/2"));
+}
+
+// What write_pth wrote before it pickled like torch.save (torch::jit::pickle_save: a dict tagged with
+// torch.jit._pickle.restore_type_tag) still reads.
+TEST_F(PthFiles, FilesWrittenByPickleSaveStillRead) {
+  const weights::NamedTensors tensors = testing::every_dtype();
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor);
+  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  const std::string archive(bytes.data(), bytes.size());
+  ASSERT_NE(archive.find("restore_type_tag"), std::string::npos) << "pickle_save no longer tags typed dicts";
+  testing::write_bytes(path("old.pth"), archive);
+  testing::expect_same(state_dict_from_pth(read_pth(path("old.pth")), path("old.pth")), tensors);
+  testing::expect_same(state_dict_from_pth(parse_pth(archive, "old.pth"), "old.pth"), tensors);
 }
 
 }  // namespace

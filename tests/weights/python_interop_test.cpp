@@ -1,4 +1,5 @@
-// Python reads what we write: torch.load our write_pth output, and an independent safetensors
+// Python reads what we write: torch.load our write_pth output (plain, and with weights_only=True as
+// torch 2.6 does by default and timm's load_checkpoint asks), and an independent safetensors
 // parser (tests/weights/make_weight_fixtures.py) our write_safetensors output, value for value.
 // Skipped only where Debian's /usr/bin/python3 with torch is not installed.
 #include <cstdlib>
