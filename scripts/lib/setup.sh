@@ -20,11 +20,13 @@ SPARSEVIT_PACKAGES=(
 # The Python package (python/sparsevit) is tested with pytest over the same build: its
 # extension needs pybind11 and Python's headers.
 # The real peers the tests compare with: zarr writes Diffusion Policy's replay stores, PyYAML reads
-# configs on the Python side; Debian 13 also has safetensors (Debian 12 does not package it).
+# configs on the Python side; Debian 13 also has safetensors (Debian 12 does not package it), and
+# SLEEF's header, without which torch.compile's CPU code (inductor, FlexAttention) finds no vector
+# ISA and the flex template does not compile (bench/peers_bench.py).
 SPARSEVIT_TEST_PACKAGES=(python3-torch python3-torchvision python3-pytest python3-scipy python3-pybind11 pybind11-dev python3-dev
                          python3-pip python3-venv python3-setuptools python3-zarr python3-yaml)
 if [ "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" -ge 13 ] 2>/dev/null; then
-  SPARSEVIT_TEST_PACKAGES+=(python3-safetensors)
+  SPARSEVIT_TEST_PACKAGES+=(python3-safetensors libsleef-dev)
 fi
 
 sparsevit_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

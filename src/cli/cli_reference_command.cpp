@@ -45,6 +45,13 @@ std::string option_spellings(const CLI::Option* opt) {
 
 // What the value is, as --help shows it: CLI11's type name (validators included), "..." for
 // repeatable values, "REQUIRED"; "flag" for flags.
+// The default as --help shows it; an empty list reads "[]" with CLI11 2.3 (Debian 12) and "{}" with
+// 2.4 (Debian 13): one spelling, so docs/cli.md is the same on both.
+std::string option_default(const CLI::Option* opt) {
+  const std::string text = opt->get_default_str();
+  return text == "{}" ? "[]" : text;
+}
+
 std::string option_value(const CLI::Option* opt) {
   if (!opt->get_option_text().empty()) return opt->get_option_text();
   std::string value = opt->get_type_size() == 0 ? "" : opt->get_type_name();
@@ -84,7 +91,7 @@ void write_options(std::ostream& out, const CLI::App* app) {
     out << "| option | value | default | help |\n|---|---|---|---|\n";
     for (const CLI::Option* opt : options) {
       if (opt->get_group() != group) continue;
-      out << "| " << option_spellings(opt) << " | " << code(option_value(opt)) << " | " << code(opt->get_default_str())
+      out << "| " << option_spellings(opt) << " | " << code(option_value(opt)) << " | " << code(option_default(opt))
           << " | " << cell(opt->get_description()) << option_relations(opt) << " |\n";
     }
     out << "\n";

@@ -1,8 +1,10 @@
-// The only translation unit that touches c10d. LibTorch 1.13: ProcessGroupGloo derives from
+// The only translation unit that touches c10d (with tcp_store_options.h). LibTorch 1.13: ProcessGroupGloo derives from
 // c10d::ProcessGroup; 2.x: from c10d::Backend (the ProcessGroup became a dispatcher). We hold the
 // concrete backend through that base and call only what both versions have: the constructors,
 // allreduce / broadcast / barrier and Work::wait.
 #include "distributed/process_group.h"
+
+#include "distributed/tcp_store_options.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -37,6 +39,7 @@
 namespace sparsevit::dist {
 
 namespace {
+
 
 #if TORCH_VERSION_MAJOR >= 2
 using BackendBase = c10d::Backend;
@@ -152,7 +155,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::create(const LaunchInfo& info, const
       impl->store->setTimeout(timeout);
     } else {
       const bool agent = info.agent_store && (url.empty() || url == "env://");
-      c10d::TCPStoreOptions o;
+      c10d::TCPStoreOptions o = classic_tcp_store_options();
       o.port = static_cast<std::uint16_t>(port);
       o.isServer = info.rank == 0 && !agent;
       o.numWorkers = static_cast<std::size_t>(info.world_size);

@@ -165,6 +165,36 @@ TEST_F(Distributed, TwoRanksMatchOneRankWithTheDoubledBatch) {
   EXPECT_LT(max_relative_difference(root_ / "plain" / "checkpoint.pt", root_ / "single" / "checkpoint.pt"), 1e-4);
 }
 
+// PyTorch's own launcher through scripts/torchrun (torch.distributed.run with the classic TCPStore:
+// Debian 13's torch 2.6 has no libuv, and plain torchrun stops on it), static rendezvous on loopback:
+// the same parameters as one process with the doubled batch. torch 1.13's torchrun (Debian 12) fails
+// on Python 3.11 before it starts a process (docs/distributed.md), so the test runs where torch >= 2
+// (the Debian 13 leg, which sets SPARSEVIT_REQUIRE_PEERS=1 and so fails instead of skipping).
+int free_port();
+
+TEST_F(Distributed, TorchrunStartsTheRanks) {
+  const bool required = std::getenv("SPARSEVIT_REQUIRE_PEERS") && std::string(std::getenv("SPARSEVIT_REQUIRE_PEERS")) == "1";
+  const Result version = shell("/usr/bin/python3 -c 'import torch; print(torch.__version__.split(\".\")[0])'",
+                               root_ / "torch_version");
+  if (version.exit_code != 0 || version.out.rfind("1\n", 0) == 0) {
+    if (required) FAIL() << "torchrun with torch >= 2 is required here: " << version.describe();
+    GTEST_SKIP() << "needs torchrun of torch >= 2 (torch 1.13's fails on Python 3.11)";
+  }
+  const Result single = one(finetune_args(16, 1, "single"), "single");
+  ASSERT_EQ(single.exit_code, 0) << single.describe();
+  const Result pair = shell(quote(SPARSEVIT_SOURCE_DIR "/scripts/torchrun") +
+                                " --nproc_per_node 2 --master_addr 127.0.0.1 --master_port " +
+                                std::to_string(free_port()) + " --no_python " + quote(kBinary) + " " +
+                                finetune_args(8, 1, "torchrun", "--dist_timeout 30"),
+                            root_ / "torchrun");
+  ASSERT_EQ(pair.exit_code, 0) << pair.describe();
+  EXPECT_NE(pair.err.find("2 processes"), std::string::npos) << pair.describe();
+  EXPECT_LT(max_relative_difference(root_ / "torchrun" / "checkpoint.pt", root_ / "single" / "checkpoint.pt"), 1e-4);
+  const auto m = metrics(root_ / "torchrun");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["world_size"].get<int>(), 2);
+}
+
 // MAE pretraining data-parallel like finetune: the lr follows the global batch, rank 0 alone
 // writes and reports, the checkpoint resumes. (Each rank draws its own masks, as MAE's do, so the
 // run is not the single-process one with a doubled batch.)

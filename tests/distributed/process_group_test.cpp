@@ -18,6 +18,7 @@
 #include "distributed/gradient_reducer.h"
 #include "distributed/launch_environment.h"
 #include "distributed/process_group.h"
+#include "distributed/tcp_store_options.h"
 #include "util/errors.h"
 
 namespace sparsevit::dist {
@@ -265,7 +266,7 @@ TEST_F(ThreadRanks, GradientAccumulationReducesOnlyTheLastMicroBatch) {
 
 TEST_F(ThreadRanks, TorchrunsAgentStore) {
   // torchrun's agent serves the store; the ranks connect as clients under its key prefix.
-  c10d::TCPStoreOptions o;
+  c10d::TCPStoreOptions o = sparsevit::dist::classic_tcp_store_options();
   o.port = 0;
   o.isServer = true;
   o.waitWorkers = false;
