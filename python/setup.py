@@ -47,6 +47,19 @@ def _cmake_prefix_path(torch):
     return ";".join(paths)
 
 
+def _cuda_options(torch):
+    """The CUDA kernels and their torch glue for a CUDA torch (docs/gpu.md), for the GPU this machine
+    has (or SPARSEVIT_CUDA_ARCHITECTURES, e.g. "80;90a"); none for a CPU torch, whose build could
+    not use them."""
+    if not torch.version.cuda:
+        return ["-DSPARSEVIT_WITH_CUDA=OFF"]
+    arch = os.environ.get("SPARSEVIT_CUDA_ARCHITECTURES")
+    if not arch and torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"{major}{minor}" + ("a" if major >= 9 else "")
+    return ["-DSPARSEVIT_WITH_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch or '80;90a'}"]
+
+
 class CMakeLibraries(Extension):
     """Both compiled libraries, made by one CMake build of the checkout."""
 
@@ -67,6 +80,7 @@ class BuildWithCMake(build_ext):
         configure = [cmake, "-S", CHECKOUT, "-B", build_dir, "-DSPARSEVIT_PYTHON_PACKAGE=ON",
                      "-DCMAKE_BUILD_TYPE=Release", f"-DPython3_EXECUTABLE={sys.executable}",
                      f"-DCMAKE_PREFIX_PATH={_cmake_prefix_path(torch)}"]
+        configure += _cuda_options(torch)
         if not os.path.isfile(os.path.join(build_dir, "CMakeCache.txt")) and shutil.which("ninja"):
             configure += ["-G", "Ninja"]  # the first configure picks the generator; it stays
         jobs = os.cpu_count() or 1
