@@ -13,7 +13,7 @@ sparsevit_need_root() {
 }
 
 # Makes the root if it is missing (about a minute), then installs into it whatever of the
-# package lists it lacks (the first time: ~1.5 GB, a few minutes).
+# package lists it lacks (the first time: 2.9 GB, about 5 minutes).
 sparsevit_debian13_prepare() {
   sparsevit_need_root
   local root="$SPARSEVIT_DEBIAN13_ROOT"
