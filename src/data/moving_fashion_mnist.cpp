@@ -61,12 +61,14 @@ Path draw_path(Rng& rng) {
 
 }  // namespace
 
-MovingFashionMnist::MovingFashionMnist(const std::string& fashion_mnist_path, bool train, int64_t num_clips)
+MovingFashionMnist::MovingFashionMnist(const std::string& fashion_mnist_path, bool train, int64_t num_clips,
+                                       Task task)
     : path_(fashion_mnist_path.empty() ? default_data_path("fashion_mnist") : fashion_mnist_path),
       train_(train),
+      task_(task),
       num_clips_(num_clips == 0 ? (train ? kDefaultTrainClips : kDefaultTestClips) : num_clips) {
   if (num_clips < 0) {
-    throw UsageError("moving_fashion_mnist: num_clips must be >= 0 (0: the default " +
+    throw UsageError(std::string(dataset_name(task)) + ": num_clips must be >= 0 (0: the default " +
                      std::to_string(train ? kDefaultTrainClips : kDefaultTestClips) + "), got " +
                      std::to_string(num_clips));
   }
@@ -140,7 +142,9 @@ int64_t MovingFashionMnist::source_label(int64_t image) const {
 //     the displacement is (X, Y) = llround(L (a, b) / sqrt(a^2 + b^2)) in 1/64 px;
 //  5. the start corner x0 in 1/64 px: randint over [max(0, -X), min(896, 896 - X)], then y0 the same;
 //     frame t puts the corner at floor((15 x0 + t X + 480) / 960) px (round half up, exact);
-//  6. the static corner: a second path by 3-5, then a frame randint[0, 16); its corner there.
+//  6. which_moves: the static corner: a second path by 3-5, then a frame randint[0, 16); its
+//     corner there. which_moves_first: the second garment's path by 3-5; the first garment is at
+//     path time min(2t, 15) in frame t, the second at max(2t - 15, 0).
 MovingFashionMnist::ClipRecipe MovingFashionMnist::recipe(int64_t index) const {
   check_clip_index(index);
   Rng rng(mix_seed(seed(), static_cast<uint64_t>(index)));
@@ -149,24 +153,38 @@ MovingFashionMnist::ClipRecipe MovingFashionMnist::recipe(int64_t index) const {
 
   const auto& movers = by_class_[static_cast<std::size_t>(r.label)];
   r.moving_image = movers[static_cast<std::size_t>(below(rng, movers.size()))];
-  r.static_label = (r.label + 1 + randint(rng, 0, kClasses - 1)) % kClasses;
-  const auto& statics = by_class_[static_cast<std::size_t>(r.static_label)];
-  r.static_image = statics[static_cast<std::size_t>(below(rng, statics.size()))];
+  r.other_label = (r.label + 1 + randint(rng, 0, kClasses - 1)) % kClasses;
+  const auto& others = by_class_[static_cast<std::size_t>(r.other_label)];
+  r.other_image = others[static_cast<std::size_t>(below(rng, others.size()))];
 
   const Path moving = draw_path(rng);
-  r.moving_x = moving.x;
-  r.moving_y = moving.y;
   r.x0 = static_cast<double>(moving.x0) / kSubpixel;
   r.y0 = static_cast<double>(moving.y0) / kSubpixel;
   r.dx = static_cast<double>(moving.big_x) / static_cast<double>(kTravelDenom);
   r.dy = static_cast<double>(moving.big_y) / static_cast<double>(kTravelDenom);
-  // The static garment stands where a second, independent path of the same law is at a uniform
-  // frame: its position has the moving garment's time-averaged law, so where a garment sits says
-  // as little as possible about whether it moves (docs/datasets.md).
-  const Path ghost = draw_path(rng);
-  const auto frame = static_cast<std::size_t>(randint(rng, 0, kFrames));
-  r.static_x = ghost.x[frame];
-  r.static_y = ghost.y[frame];
+  const Path other = draw_path(rng);
+  if (task_ == Task::kWhichMoves) {
+    r.moving_x = moving.x;
+    r.moving_y = moving.y;
+    // The static garment stands where a second, independent path of the same law is at a uniform
+    // frame: its position has the moving garment's time-averaged law, so where a garment sits says
+    // as little as possible about whether it moves (docs/datasets.md).
+    const auto frame = static_cast<std::size_t>(randint(rng, 0, kFrames));
+    r.other_x.fill(other.x[frame]);
+    r.other_y.fill(other.y[frame]);
+    return r;
+  }
+  // Both paths are drawn from one reversal-symmetric law (a path read backwards is as likely),
+  // and the two time warps are each other's reversal, so reversing a clip's frames gives an
+  // equally likely clip with the other label.
+  for (int64_t t = 0; t < kFrames; ++t) {
+    const auto first = static_cast<std::size_t>(std::min<int64_t>(2 * t, kSteps));
+    const auto second = static_cast<std::size_t>(std::max<int64_t>(2 * t - kSteps, 0));
+    r.moving_x[static_cast<std::size_t>(t)] = moving.x[first];
+    r.moving_y[static_cast<std::size_t>(t)] = moving.y[first];
+    r.other_x[static_cast<std::size_t>(t)] = other.x[second];
+    r.other_y[static_cast<std::size_t>(t)] = other.y[second];
+  }
   return r;
 }
 
@@ -175,12 +193,13 @@ VideoClip MovingFashionMnist::clip(int64_t index) const {
   at::Tensor frames = at::zeros({1, kFrames, kSize, kSize}, at::TensorOptions().dtype(at::kByte));
   uint8_t* out = frames.data_ptr<uint8_t>();
   constexpr int64_t g = kGarmentSize;
-  const uint8_t* still = garments_.data() + r.static_image * g * g;
+  const uint8_t* other = garments_.data() + r.other_image * g * g;
   const uint8_t* mover = garments_.data() + r.moving_image * g * g;
   for (int64_t t = 0; t < kFrames; ++t) {
     uint8_t* frame = out + t * kSize * kSize;
+    const int64_t ox = r.other_x[static_cast<std::size_t>(t)], oy = r.other_y[static_cast<std::size_t>(t)];
     for (int64_t y = 0; y < g; ++y) {
-      std::copy(still + y * g, still + (y + 1) * g, frame + (r.static_y + y) * kSize + r.static_x);
+      std::copy(other + y * g, other + (y + 1) * g, frame + (oy + y) * kSize + ox);
     }
     const int64_t mx = r.moving_x[static_cast<std::size_t>(t)], my = r.moving_y[static_cast<std::size_t>(t)];
     for (int64_t y = 0; y < g; ++y) {
@@ -192,8 +211,12 @@ VideoClip MovingFashionMnist::clip(int64_t index) const {
   return VideoClip{frames, kFps};
 }
 
+const char* MovingFashionMnist::dataset_name(Task task) {
+  return task == Task::kWhichMoves ? "moving_fashion_mnist" : "moving_fashion_mnist_order";
+}
+
 std::string MovingFashionMnist::describe() const {
-  return std::string("moving_fashion_mnist ") + (train_ ? "train" : "test") + ": " + std::to_string(num_clips_) +
+  return std::string(dataset_name(task_)) + " " + (train_ ? "train" : "test") + ": " + std::to_string(num_clips_) +
          " clips 1x" + std::to_string(kFrames) + "x" + std::to_string(kSize) + "x" + std::to_string(kSize) + ", " +
          std::to_string(kClasses) + " classes (from " + path_ + ")";
 }

@@ -60,7 +60,7 @@ Transform build_video_transform(int64_t in_chans, const MeanStd& mean_std) {
 }
 
 const std::vector<std::string>& video_dataset_names() {
-  static const std::vector<std::string> names = {"moving_fashion_mnist", "video_list"};
+  static const std::vector<std::string> names = {"moving_fashion_mnist", "moving_fashion_mnist_order", "video_list"};
   return names;
 }
 
@@ -71,8 +71,10 @@ std::string resolve_video_dataset_name(const std::string& name, const std::strin
 
 std::shared_ptr<const VideoDataset> make_video_dataset(const std::string& name, const std::string& path, bool train,
                                                        int64_t channels) {
-  if (name == "moving_fashion_mnist")
-    return std::make_shared<MovingFashionMnist>(path.empty() ? default_data_path("fashion_mnist") : path, train);
+  for (const auto task : {MovingFashionMnist::Task::kWhichMoves, MovingFashionMnist::Task::kWhichMovesFirst}) {
+    if (name == MovingFashionMnist::dataset_name(task))
+      return std::make_shared<MovingFashionMnist>(path.empty() ? default_data_path("fashion_mnist") : path, train, 0, task);
+  }
   if (name == "video_list") {
     if (path.empty()) throw UsageError("--data_path is required for dataset 'video_list' (a folder with train.csv)");
     return std::make_shared<VideoListDataset>(path, train, channels == 1 ? 1 : 3);

@@ -53,7 +53,8 @@ Transform build_video_transform(int64_t in_chans, const MeanStd& mean_std);
 
 // ---------------------------------------------------------------- factory
 
-// moving_fashion_mnist (the embedded default) | video_list (TimeSformer's train.csv / test.csv).
+// moving_fashion_mnist (the embedded default) | moving_fashion_mnist_order (its frame-order
+// task) | video_list (TimeSformer's train.csv / test.csv).
 const std::vector<std::string>& video_dataset_names();
 // `auto`: moving_fashion_mnist without --data_path, video_list with one.
 std::string resolve_video_dataset_name(const std::string& name, const std::string& path);

@@ -156,7 +156,7 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | mnist | cifar10 | "
                                   "cifar100 | image_folder | imagenet (train/ + val/ class folders); video models: "
                                   "auto (moving_fashion_mnist, or video_list with --data_path) | moving_fashion_mnist | "
-                                  "video_list (TimeSformer's train.csv / test.csv)").only(kImageCommands));
+                                  "moving_fashion_mnist_order (which garment moves first) | video_list (TimeSformer's train.csv / test.csv)").only(kImageCommands));
   visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location); policy: the "
                                       "demonstrations (a .episodes file or Diffusion Policy's .zarr folder)"));
   visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));

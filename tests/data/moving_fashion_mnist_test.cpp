@@ -140,14 +140,14 @@ TEST_F(MovingFashionMnistTest, PinnedChecksum) {
   const M::ClipRecipe r = train_->recipe(0);
   EXPECT_EQ(r.label, 0);
   EXPECT_EQ(r.moving_image, 34504);
-  EXPECT_EQ(r.static_image, 51606);
-  EXPECT_EQ(r.static_label, 2);
+  EXPECT_EQ(r.other_image, 51606);
+  EXPECT_EQ(r.other_label, 2);
   EXPECT_EQ(r.x0, 7.6875);       // 492 / 64
   EXPECT_EQ(r.y0, 12.15625);      // 778 / 64
   EXPECT_EQ(r.dx, 305.0 / 960);  // X = 305/64 px over 15 frames
   EXPECT_EQ(r.dy, -286.0 / 960);
-  EXPECT_EQ(r.static_x, 3);
-  EXPECT_EQ(r.static_y, 11);
+  EXPECT_EQ(r.other_x[0], 3);
+  EXPECT_EQ(r.other_y[0], 11);
   EXPECT_EQ(r.moving_x[0], 8);
   EXPECT_EQ(r.moving_y[0], 12);
   EXPECT_EQ(r.moving_x[15], 12);
@@ -166,8 +166,8 @@ TEST_F(MovingFashionMnistTest, LabelsExactlyBalancedAndTheMovingGarmentsClass) {
       const M::ClipRecipe r = ds->recipe(i);
       ASSERT_EQ(r.label, ds->label(i));
       ASSERT_EQ(ds->source_label(r.moving_image), r.label) << i;
-      ASSERT_EQ(ds->source_label(r.static_image), r.static_label) << i;
-      ASSERT_NE(r.static_label, r.label) << i;
+      ASSERT_EQ(ds->source_label(r.other_image), r.other_label) << i;
+      ASSERT_NE(r.other_label, r.label) << i;
     }
   }
 }
@@ -183,9 +183,9 @@ TEST_F(MovingFashionMnistTest, FramesAreTheRecipeFromTheSplitsOwnImages) {
     for (int64_t i = 0; i < 300; ++i) {
       const M::ClipRecipe r = ds.recipe(i);
       ASSERT_LT(r.moving_image, source.size());
-      ASSERT_LT(r.static_image, source.size());
-      max_image = std::max({max_image, r.moving_image, r.static_image});
-      const auto still = layer(garment(source, r.static_image), r.static_x, r.static_y);
+      ASSERT_LT(r.other_image, source.size());
+      max_image = std::max({max_image, r.moving_image, r.other_image});
+      const auto still = layer(garment(source, r.other_image), r.other_x[0], r.other_y[0]);
       const auto mover = garment(source, r.moving_image);
       const at::Tensor frames = ds.clip(i).frames;
       const auto f = frames.accessor<uint8_t, 4>();
@@ -212,7 +212,7 @@ TEST_F(MovingFashionMnistTest, FramesAreTheRecipeFromTheSplitsOwnImages) {
   }
   for (int64_t i = 0; i < test_->size(); ++i) {
     const M::ClipRecipe r = test_->recipe(i);
-    ASSERT_LT(std::max(r.moving_image, r.static_image), 10000) << i;
+    ASSERT_LT(std::max(r.moving_image, r.other_image), 10000) << i;
   }
 }
 
@@ -231,7 +231,7 @@ TEST_F(MovingFashionMnistTest, StaticGarmentIdenticalInEveryFrameAndTheMovingOne
           bool touched = false;
           for (int64_t t = 0; t < kT; ++t) touched |= in_box(x, y, r.moving_x[static_cast<std::size_t>(t)], r.moving_y[static_cast<std::size_t>(t)]);
           if (touched) continue;
-          if (!in_box(x, y, r.static_x, r.static_y)) {
+          if (!in_box(x, y, r.other_x[0], r.other_y[0])) {
             ASSERT_EQ(f[0][0][y][x], 0) << i;
           }
           some_static_pixel |= f[0][0][y][x] != 0;
@@ -262,10 +262,10 @@ TEST_F(MovingFashionMnistTest, MotionStraightConstantAndInsideTheCanvas) {
   for (const M* ds : {train_.get(), test_.get()}) {
     for (int64_t i = 0; i < ds->size(); ++i) {
       const M::ClipRecipe r = ds->recipe(i);
-      ASSERT_GE(r.static_x, 0);
-      ASSERT_LE(r.static_x, M::kMaxOffset);
-      ASSERT_GE(r.static_y, 0);
-      ASSERT_LE(r.static_y, M::kMaxOffset);
+      ASSERT_GE(r.other_x[0], 0);
+      ASSERT_LE(r.other_x[0], M::kMaxOffset);
+      ASSERT_GE(r.other_y[0], 0);
+      ASSERT_LE(r.other_y[0], M::kMaxOffset);
       const double travel = std::hypot(15 * r.dx, 15 * r.dy);
       ASSERT_GE(travel, M::kMinTravel - 0.02) << i;
       ASSERT_LE(travel, M::kMaxTravel + 0.02) << i;
@@ -291,6 +291,109 @@ TEST_F(MovingFashionMnistTest, GeneratesAClipInWellUnderAMillisecond) {
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / n;
   std::printf("moving_fashion_mnist: %.2f us per clip (%lld)\n", us, static_cast<long long>(sum));
   EXPECT_LT(us, 1000.0);
+}
+
+// ---------------------------------------------------------------- which_moves_first (moving_fashion_mnist_order)
+
+class MovingFashionMnistOrderTest : public MovingFashionMnistTest {
+ protected:
+  static std::shared_ptr<const M> order(bool train) {
+    static const auto train_set = std::make_shared<const M>("", true, 0, M::Task::kWhichMovesFirst);
+    static const auto test_set = std::make_shared<const M>("", false, 0, M::Task::kWhichMovesFirst);
+    return train ? train_set : test_set;
+  }
+};
+
+TEST_F(MovingFashionMnistOrderTest, NameDescribeAndPinnedChecksum) {
+  EXPECT_STREQ(M::dataset_name(M::Task::kWhichMovesFirst), "moving_fashion_mnist_order");
+  EXPECT_EQ(order(false)->describe(), "moving_fashion_mnist_order test: 2000 clips 1x16x28x28, 10 classes (from "
+                                      "/usr/share/datasets/fashion-mnist)");
+  uint64_t h = 0xCBF29CE484222325ULL;
+  for (int64_t i = 0; i < 5; ++i) h = fnv1a(h, order(true)->clip(i).frames);
+  EXPECT_EQ(h, 0x80373024DCBE2110ULL) << std::hex << h;
+  // The labelled garment and its path are the which_moves clip's: the same first draws.
+  const M::ClipRecipe r = order(true)->recipe(0), w = train_->recipe(0);
+  EXPECT_EQ(r.moving_image, w.moving_image);
+  EXPECT_EQ(r.other_image, w.other_image);
+  EXPECT_EQ(r.x0, w.x0);
+  EXPECT_EQ(r.dx, w.dx);
+  EXPECT_EQ(r.moving_x[0], w.moving_x[0]);
+  EXPECT_EQ(r.moving_x[7], w.moving_x[14]);  // path time 2t
+  EXPECT_EQ(r.moving_x[15], w.moving_x[15]);
+}
+
+// The first garment moves in frames 0-8 only and the second in frames 7-15 only, along straight
+// paths inside the canvas; every frame is max(other layer, moving layer) of the split's images.
+TEST_F(MovingFashionMnistOrderTest, FirstMovesThenSecondAndFramesAreTheRecipe) {
+  for (bool train : {true, false}) {
+    const M& ds = *order(train);
+    const IdxDataset& source = train ? *train_source_ : *test_source_;
+    int64_t first_moved = 0, second_moved = 0;
+    for (int64_t i = 0; i < 200; ++i) {
+      const M::ClipRecipe r = ds.recipe(i);
+      ASSERT_EQ(r.label, i % 10);
+      ASSERT_EQ(ds.source_label(r.moving_image), r.label);
+      ASSERT_EQ(ds.source_label(r.other_image), r.other_label);
+      ASSERT_NE(r.other_label, r.label);
+      for (std::size_t t = 0; t < static_cast<std::size_t>(kT); ++t) {
+        const double s = std::min(2.0 * static_cast<double>(t), 15.0);
+        ASSERT_LE(std::abs(static_cast<double>(r.moving_x[t]) - (r.x0 + s * r.dx)), 0.5 + 1e-9) << i << " " << t;
+        ASSERT_LE(std::abs(static_cast<double>(r.moving_y[t]) - (r.y0 + s * r.dy)), 0.5 + 1e-9) << i << " " << t;
+        for (int64_t v : {r.moving_x[t], r.moving_y[t], r.other_x[t], r.other_y[t]}) {
+          ASSERT_GE(v, 0);
+          ASSERT_LE(v, M::kMaxOffset);
+        }
+        if (t >= 8) {  // the first garment has arrived
+          ASSERT_EQ(r.moving_x[t], r.moving_x[8]);
+          ASSERT_EQ(r.moving_y[t], r.moving_y[8]);
+        }
+        if (t <= 7) {  // the second has not left
+          ASSERT_EQ(r.other_x[t], r.other_x[0]);
+          ASSERT_EQ(r.other_y[t], r.other_y[0]);
+        }
+      }
+      first_moved += r.moving_x[0] != r.moving_x[8] || r.moving_y[0] != r.moving_y[8];
+      second_moved += r.other_x[7] != r.other_x[15] || r.other_y[7] != r.other_y[15];
+      const auto mover = garment(source, r.moving_image), other = garment(source, r.other_image);
+      const at::Tensor frames = ds.clip(i).frames;
+      const auto f = frames.accessor<uint8_t, 4>();
+      for (int64_t t = 0; t < kT; ++t) {
+        const auto tt = static_cast<std::size_t>(t);
+        const auto a = layer(other, r.other_x[tt], r.other_y[tt]), b = layer(mover, r.moving_x[tt], r.moving_y[tt]);
+        for (int64_t p = 0; p < kS * kS; ++p) {
+          ASSERT_EQ(f[0][t][p / kS][p % kS], std::max(a[static_cast<std::size_t>(p)], b[static_cast<std::size_t>(p)]))
+              << "clip " << i << " frame " << t << " pixel " << p;
+        }
+      }
+    }
+    EXPECT_EQ(first_moved, 200);   // 6-8 px of travel always moves the corner
+    EXPECT_EQ(second_moved, 200);
+  }
+}
+
+// Reversing a clip's frames must give an equally likely clip with the other label, or an
+// order-blind model could beat 50%: the two garments' roles are the same law read backwards.
+// Over the 10000 train clips, the first garment's start corners have the law of the second's end
+// corners and vice versa (both are a path's start or end), and the mean displacement is ~0.
+TEST_F(MovingFashionMnistOrderTest, TimeReversalSwapsTheRolesInDistribution) {
+  const M& ds = *order(true);
+  std::vector<double> first_start(15, 0), second_end(15, 0), first_end(15, 0), second_start(15, 0);
+  double mean_dx = 0;
+  for (int64_t i = 0; i < ds.size(); ++i) {
+    const M::ClipRecipe r = ds.recipe(i);
+    ++first_start[static_cast<std::size_t>(r.moving_x[0])];
+    ++first_end[static_cast<std::size_t>(r.moving_x[15])];
+    ++second_start[static_cast<std::size_t>(r.other_x[0])];
+    ++second_end[static_cast<std::size_t>(r.other_x[15])];
+    mean_dx += static_cast<double>(r.moving_x[15] - r.moving_x[0]) / static_cast<double>(ds.size());
+  }
+  // Each histogram has 10000 draws over 15 bins: binomial noise ~sqrt(n p) <= ~35 per bin.
+  for (std::size_t b = 0; b < 15; ++b) {
+    EXPECT_NEAR(first_start[b], second_end[b], 150) << b;
+    EXPECT_NEAR(first_end[b], second_start[b], 150) << b;
+    EXPECT_NEAR(first_start[b], first_end[b], 150) << b;
+  }
+  EXPECT_NEAR(mean_dx, 0.0, 0.15);
 }
 
 TEST_F(MovingFashionMnistTest, BadIndicesAreRuntimeErrors) {
