@@ -9,10 +9,12 @@
 
 namespace sparsevit::data {
 
-VideoClipDataset::VideoClipDataset(std::shared_ptr<const VideoDataset> videos, ClipSampling sampling, bool train)
+VideoClipDataset::VideoClipDataset(std::shared_ptr<const VideoDataset> videos, ClipSampling sampling, bool train,
+                                   bool windowed)
     : videos_(std::move(videos)), sampling_(sampling), train_(train) {
   if (!videos_) throw UsageError("VideoClipDataset: null video dataset");
   validate(sampling_);
+  if (windowed) window_source_ = dynamic_cast<const VideoWindowSource*>(videos_.get());
 }
 
 Sample VideoClipDataset::get(int64_t index) const {
@@ -23,11 +25,34 @@ Sample VideoClipDataset::get(int64_t index) const {
 Sample VideoClipDataset::get(int64_t index, Rng& rng) const {
   check_index(*this, index);
   const int64_t video = index / views();
-  const VideoClip clip = videos_->clip(video);
-  const SampledClip sampled = train_ ? sample_train_clip(clip, sampling_, rng)
-                                     : sample_test_clip(clip, sampling_, index % views());
-  if (sampled.padded) padded_.fetch_add(1);
-  return Sample{sampled.frames, videos_->label(video)};
+  const int64_t view = index % views();
+  if (window_source_ == nullptr) {
+    const VideoClip clip = videos_->clip(video);
+    const SampledClip sampled =
+        train_ ? sample_train_clip(clip, sampling_, rng) : sample_test_clip(clip, sampling_, view);
+    if (sampled.padded) padded_.fetch_add(1);
+    return Sample{sampled.frames, videos_->label(video)};
+  }
+  // The same draws in the same order as sample_train_clip: the window start first (redrawn from
+  // the same state if the reader calls the picker again with the decoded frame count), then the
+  // spatial ones.
+  const Rng start = rng;
+  ClipWindow window;
+  const FramePicker pick = [&](int64_t video_frames, double fps) {
+    if (train_) {
+      rng = start;
+      window = train_clip_window(video_frames, fps, sampling_, rng);
+    } else {
+      window = test_clip_window(video_frames, fps, sampling_, view);
+    }
+    return window.indices;
+  };
+  const PickedFrames picked = window_source_->picked_frames(video, pick);
+  const at::Tensor frames =
+      train_ ? train_clip_pixels(picked.frames, sampling_, rng) : test_clip_pixels(picked.frames, sampling_, view);
+  if (window.padded) padded_.fetch_add(1);
+  if (picked.windowed) windowed_reads_.fetch_add(1);
+  return Sample{frames, videos_->label(video)};
 }
 
 int64_t VideoClipDataset::label(int64_t index) const {

@@ -15,12 +15,18 @@
 #include "data/transforms.h"
 #include "data/video_dataset.h"
 #include "data/video_sampling.h"
+#include "data/video_window.h"
 
 namespace sparsevit::data {
 
 class VideoClipDataset : public Dataset {
  public:
-  VideoClipDataset(std::shared_ptr<const VideoDataset> videos, ClipSampling sampling, bool train);
+  // windowed: when the reader can read a window (data/video_window.h, VideoListDataset does),
+  // read only the frames each sample uses instead of the whole clip; the samples are the same
+  // (same indices, same pixels, same draws). false reads whole clips (the loader benchmark's
+  // baseline).
+  VideoClipDataset(std::shared_ptr<const VideoDataset> videos, ClipSampling sampling, bool train,
+                   bool windowed = true);
   int64_t size() const override { return videos_->size() * views(); }
   // Training samples drawn from a generator seeded by the index (the loader uses get(i, rng)).
   Sample get(int64_t index) const override;
@@ -36,12 +42,16 @@ class VideoClipDataset : public Dataset {
   // Clips so far whose video was shorter than the sampling window (padded by repeating the last
   // frame, as TimeSformer does).
   int64_t padded_clips() const { return padded_.load(); }
+  // Samples so far read from a window alone (the rest decoded their whole video).
+  int64_t windowed_reads() const { return windowed_reads_.load(); }
 
  private:
   std::shared_ptr<const VideoDataset> videos_;
   ClipSampling sampling_;
   bool train_;
+  const VideoWindowSource* window_source_ = nullptr;  // videos_ as a window reader, if it is one and windowed
   mutable std::atomic<int64_t> padded_{0};
+  mutable std::atomic<int64_t> windowed_reads_{0};
 };
 
 // TimeSformer's input normalisation (DATA.MEAN 0.45, DATA.STD 0.225 per channel).

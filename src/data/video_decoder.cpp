@@ -2,6 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/tensor.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "data/ffmpeg_support.h"
@@ -121,14 +123,20 @@ int first_video_stream(const AVFormatContext* fmt) {
                  (fmt->nb_streams == 1 ? " stream)" : " streams)"));
 }
 
-double stream_fps(const AVStream* st) {
+// The stream's average frame rate, else its real base rate; {0, 1} when it declares neither.
+AVRational stream_rate(const AVStream* st) {
   for (AVRational r : {st->avg_frame_rate, st->r_frame_rate}) {
     if (r.num > 0 && r.den > 0) {
       const double fps = av_q2d(r);
-      if (std::isfinite(fps) && fps > 0) return fps;
+      if (std::isfinite(fps) && fps > 0) return r;
     }
   }
-  return 30.0;
+  return AVRational{0, 1};
+}
+
+double stream_fps(const AVStream* st) {
+  const AVRational rate = stream_rate(st);
+  return rate.num > 0 ? av_q2d(rate) : 30.0;
 }
 
 void check_size(const std::string& name, int64_t width, int64_t height) {
@@ -153,62 +161,113 @@ Source file_source(Fd& fd, const std::string& path) {
   return src;
 }
 
-// Decodes and converts every frame of the first video stream.
+// Decodes and converts the frames of the first video stream: all of them (decode_all), or,
+// after a seek, only a window of them (decode_window).
 class Decoder {
  public:
   Decoder(std::string name, int64_t channels) : name_(std::move(name)), channels_(channels) {}
 
-  VideoClip run(Source& src) {
-    Input in;
-    open_input(in, src, name_);
-    AVFormatContext* fmt = in.fmt.get();
-    const int index = first_video_stream(fmt);
-    if (index < 0) no_video_stream(name_, fmt);
+  // Opens the container and the stream's decoder; errors as decode_video_file.
+  void open(Source& src) {
+    open_input(in_, src, name_);
+    file_size_ = src.size;
+    AVFormatContext* fmt = in_.fmt.get();
+    index_ = first_video_stream(fmt);
+    if (index_ < 0) no_video_stream(name_, fmt);
     for (unsigned i = 0; i < fmt->nb_streams; ++i)
-      if (static_cast<int>(i) != index) fmt->streams[i]->discard = AVDISCARD_ALL;
-    const AVStream* st = fmt->streams[index];
-    const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
-    if (codec == nullptr) fail(name_, std::string("unsupported video codec ") + avcodec_get_name(st->codecpar->codec_id));
-    check_size(name_, st->codecpar->width, st->codecpar->height);
+      if (static_cast<int>(i) != index_) fmt->streams[i]->discard = AVDISCARD_ALL;
+    st_ = fmt->streams[index_];
+    const AVCodec* codec = avcodec_find_decoder(st_->codecpar->codec_id);
+    if (codec == nullptr) fail(name_, std::string("unsupported video codec ") + avcodec_get_name(st_->codecpar->codec_id));
+    check_size(name_, st_->codecpar->width, st_->codecpar->height);
 
-    std::unique_ptr<AVCodecContext, CodecDeleter> ctx(avcodec_alloc_context3(codec));
-    if (!ctx) fail(name_, "out of memory");
-    int err = avcodec_parameters_to_context(ctx.get(), st->codecpar);
+    ctx_.reset(avcodec_alloc_context3(codec));
+    if (!ctx_) fail(name_, "out of memory");
+    int err = avcodec_parameters_to_context(ctx_.get(), st_->codecpar);
     if (err < 0) fail(name_, "cannot set up the " + std::string(codec->name) + " decoder: " + describe(err));
-    ctx->thread_count = 1;  // the data loader runs decoders in parallel already
-    ctx->pkt_timebase = st->time_base;
-    err = avcodec_open2(ctx.get(), codec, nullptr);
+    ctx_->thread_count = 1;  // the data loader runs decoders in parallel already
+    ctx_->pkt_timebase = st_->time_base;
+    err = avcodec_open2(ctx_.get(), codec, nullptr);
     if (err < 0) fail(name_, "cannot open the " + std::string(codec->name) + " decoder: " + describe(err));
 
-    std::unique_ptr<AVPacket, PacketDeleter> packet(av_packet_alloc());
+    packet_.reset(av_packet_alloc());
     frame_.reset(av_frame_alloc());
     converted_.reset(av_frame_alloc());
-    if (!packet || !frame_ || !converted_) fail(name_, "out of memory");
+    if (!packet_ || !frame_ || !converted_) fail(name_, "out of memory");
+  }
 
+  double fps() const { return stream_fps(st_); }
+
+  // Every frame, in presentation order.
+  VideoClip decode_all() {
+    AVFormatContext* fmt = in_.fmt.get();
     while (true) {
-      err = av_read_frame(fmt, packet.get());
+      int err = av_read_frame(fmt, packet_.get());
       if (err == AVERROR_EOF) break;
       if (err < 0) corrupt(err);
-      if (packet->stream_index == index) {
+      if (packet_->stream_index == index_) {
         // A packet the demuxer could only read in part (the file ends inside it).
-        if (packet->flags & AV_PKT_FLAG_CORRUPT) corrupt(AVERROR_INVALIDDATA, "a packet is cut short");
-        err = avcodec_send_packet(ctx.get(), packet.get());
-        av_packet_unref(packet.get());
+        if (packet_->flags & AV_PKT_FLAG_CORRUPT) corrupt(AVERROR_INVALIDDATA, "a packet is cut short");
+        err = avcodec_send_packet(ctx_.get(), packet_.get());
+        av_packet_unref(packet_.get());
         if (err < 0) corrupt(err);
-        receive(ctx.get());
+        receive();
       } else {
-        av_packet_unref(packet.get());
+        av_packet_unref(packet_.get());
       }
     }
-    err = avcodec_send_packet(ctx.get(), nullptr);  // flush: the frames the decoder still holds
+    const int err = avcodec_send_packet(ctx_.get(), nullptr);  // flush: the frames the decoder still holds
     if (err < 0 && err != AVERROR_EOF) corrupt(err);
-    receive(ctx.get());
+    receive();
 
     if (frames_.empty()) fail(name_, "no decodable video frames");
     VideoClip clip;
-    clip.fps = stream_fps(st);
+    clip.fps = fps();
     clip.frames = assemble();
     return clip;
+  }
+
+  // The frame count the container declares when a window of it can be decoded by seeking, else
+  // 0. Trusted only when it is consistent with the stream's duration and rate, and the
+  // container indexes every frame inside the file (MP4 / MOV, AVI with its index; Matroska
+  // declares no count, and a cut file loses its index or points past its end).
+  int64_t windowable_frames() const {
+    const int64_t declared = st_->nb_frames;
+    const AVRational rate = stream_rate(st_);
+    if (declared <= 0 || declared > kMaxFrames || rate.num <= 0 || st_->start_time == AV_NOPTS_VALUE ||
+        st_->duration == AV_NOPTS_VALUE || st_->duration <= 0 || st_->codecpar->width <= 0 ||
+        st_->codecpar->height <= 0 || st_->time_base.num <= 0 || st_->time_base.den <= 0)
+      return 0;
+    // The duration spans the declared frames at the declared rate (to half a frame).
+    const double duration_frames = static_cast<double>(st_->duration) * av_q2d(st_->time_base) * av_q2d(rate);
+    if (!(std::fabs(duration_frames - static_cast<double>(declared)) <= 0.5)) return 0;
+    const int entries = avformat_index_get_entries_count(st_);
+    int64_t indexed = 0, keyframes = 0;
+    for (int i = 0; i < entries; ++i) {
+      const AVIndexEntry* e = avformat_index_get_entry(st_, i);
+      if (e == nullptr || (e->flags & AVINDEX_DISCARD_FRAME)) continue;
+      if (e->pos < 0 || e->size < 0 || e->pos + e->size > file_size_) return 0;
+      ++indexed;
+      if (e->flags & AVINDEX_KEYFRAME) ++keyframes;
+    }
+    return indexed == declared && keyframes > 0 ? declared : 0;
+  }
+
+  // Decodes the frames `wanted` (sorted, distinct, in [0, video_frames)) by seeking to the
+  // keyframe at or before the first and decoding forward to the last. A frame's index is its
+  // presentation timestamp's: round((pts - start_time) * time_base * rate). False, with nothing
+  // returned, when the stream does not behave as its container declared (the seek lands after
+  // the window even from the start, frame indices that do not follow one another, a frame past
+  // the declared count, a frame of another size, any error): the caller then decodes it all.
+  bool decode_window(const std::vector<int64_t>& wanted, int64_t video_frames, VideoClip& out) {
+    try {
+      if (!find_window(wanted, video_frames)) return false;
+    } catch (const RuntimeError&) {
+      return false;  // the whole decode reports it, with its frame count
+    }
+    out.fps = fps();
+    out.frames = assemble();
+    return true;
   }
 
  private:
@@ -217,9 +276,9 @@ class Decoder {
                     std::to_string(frames_.size()) + " frames");
   }
 
-  void receive(AVCodecContext* ctx) {
+  void receive() {
     while (true) {
-      const int err = avcodec_receive_frame(ctx, frame_.get());
+      const int err = avcodec_receive_frame(ctx_.get(), frame_.get());
       if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return;
       if (err < 0) corrupt(err);
       convert(*frame_);
@@ -233,7 +292,7 @@ class Decoder {
       fail(name_, "truncated or corrupt video: a frame without size or pixel format after " +
                       std::to_string(frames_.size()) + " frames");
     check_size(name_, frame.width, frame.height);
-    if (frames_.empty()) {
+    if (width_ == 0) {
       width_ = frame.width;
       height_ = frame.height;
       const auto dst = channels_ == 3 ? AV_PIX_FMT_GBRP : AV_PIX_FMT_GRAY8;
@@ -320,8 +379,108 @@ class Decoder {
     return out;
   }
 
+  // The frame index of a decoded frame's timestamp; -1 when it has none.
+  int64_t frame_index(int64_t pts) const {
+    if (pts == AV_NOPTS_VALUE) return -1;
+    return av_rescale_q_rnd(pts - st_->start_time, st_->time_base, av_inv_q(stream_rate(st_)),
+                            static_cast<AVRounding>(AV_ROUND_NEAR_INF | AV_ROUND_PASS_MINMAX));
+  }
+
+  enum class Pass { kDone, kSeekEarlier, kUntrusted };
+
+  bool find_window(const std::vector<int64_t>& wanted, int64_t video_frames) {
+    const AVRational frame_step = av_inv_q(stream_rate(st_));
+    // The first wanted frame's timestamp; moved back when a seek lands after it (a keyframe
+    // indexed by its decoding time, a stream whose timestamps start late).
+    for (int64_t back = 0;; back = back == 0 ? 16 : back * 4) {
+      const int64_t from = std::max<int64_t>(wanted.front() - back, 0);
+      if (from > 0 || back > 0) {
+        const int64_t ts = st_->start_time + av_rescale_q(from, frame_step, st_->time_base);
+        if (av_seek_frame(in_.fmt.get(), index_, ts, AVSEEK_FLAG_BACKWARD) < 0) return false;
+        avcodec_flush_buffers(ctx_.get());
+      }  // else: still at the start of the file (nothing decoded yet), no seek needed
+      frames_.clear();
+      const Pass pass = decode_from_here(wanted, video_frames);
+      if (pass == Pass::kDone) return true;
+      if (pass == Pass::kUntrusted || from == 0) return false;
+    }
+  }
+
+  // Decodes from the current position, keeping the wanted frames.
+  Pass decode_from_here(const std::vector<int64_t>& wanted, int64_t video_frames) {
+    AVFormatContext* fmt = in_.fmt.get();
+    int64_t previous = -1;
+    std::size_t next = 0;  // the next wanted frame
+    bool draining = false;
+    // Every frame the decoder returns: its index must follow the previous one's.
+    auto take_frames = [&]() -> std::optional<Pass> {
+      while (true) {
+        const int err = avcodec_receive_frame(ctx_.get(), frame_.get());
+        if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return std::nullopt;
+        if (err < 0) return Pass::kUntrusted;
+        const int64_t t = frame_index(frame_->best_effort_timestamp);
+        const bool ok_size = frame_->width == st_->codecpar->width && frame_->height == st_->codecpar->height;
+        if (t < 0 || t >= video_frames || !ok_size || (frame_->flags & AV_FRAME_FLAG_CORRUPT)) {
+          av_frame_unref(frame_.get());
+          return Pass::kUntrusted;
+        }
+        if (previous < 0 && t > wanted.front()) {
+          av_frame_unref(frame_.get());
+          return Pass::kSeekEarlier;
+        }
+        if (previous >= 0 && t != previous + 1) {
+          av_frame_unref(frame_.get());
+          return Pass::kUntrusted;
+        }
+        previous = t;
+        if (draining) {  // a frame after the last declared one: the count is wrong
+          av_frame_unref(frame_.get());
+          return Pass::kUntrusted;
+        }
+        if (next < wanted.size() && t == wanted[next]) {
+          convert(*frame_);
+          ++next;
+        }
+        av_frame_unref(frame_.get());
+        if (next == wanted.size()) {
+          // Past the window. Unless it ends at the last declared frame, which must then be the last.
+          if (t < video_frames - 1) return Pass::kDone;
+          draining = true;
+        }
+      }
+    };
+    while (true) {
+      int err = av_read_frame(fmt, packet_.get());
+      if (err == AVERROR_EOF) break;
+      if (err < 0) return Pass::kUntrusted;
+      if (packet_->stream_index != index_) {
+        av_packet_unref(packet_.get());
+        continue;
+      }
+      if (packet_->flags & AV_PKT_FLAG_CORRUPT) {
+        av_packet_unref(packet_.get());
+        return Pass::kUntrusted;
+      }
+      err = avcodec_send_packet(ctx_.get(), packet_.get());
+      av_packet_unref(packet_.get());
+      if (err < 0) return Pass::kUntrusted;
+      if (const auto pass = take_frames()) return *pass;
+    }
+    const int err = avcodec_send_packet(ctx_.get(), nullptr);
+    if (err < 0 && err != AVERROR_EOF) return Pass::kUntrusted;
+    if (const auto pass = take_frames()) return *pass;
+    // The end of the stream: complete only if every wanted frame came and the last was T - 1.
+    return next == wanted.size() && previous == video_frames - 1 ? Pass::kDone : Pass::kUntrusted;
+  }
+
   std::string name_;
   int64_t channels_;
+  Input in_;
+  int64_t file_size_ = 0;
+  int index_ = -1;
+  AVStream* st_ = nullptr;  // non-const: FFmpeg's index accessors take it so
+  std::unique_ptr<AVCodecContext, CodecDeleter> ctx_;
+  std::unique_ptr<AVPacket, PacketDeleter> packet_;
   int64_t width_ = 0, height_ = 0;
   std::unique_ptr<AVFrame, FrameDeleter> frame_, converted_;
   std::unique_ptr<SwsContext, SwsDeleter> sws_;
@@ -332,6 +491,64 @@ class Decoder {
 void check_channels(int64_t channels, const std::string& name) {
   if (channels != 1 && channels != 3)
     throw UsageError(name + ": video channels must be 1 (gray) or 3 (RGB), got " + std::to_string(channels));
+}
+
+Source bytes_source(const std::string& bytes) {
+  Source src;
+  src.data = reinterpret_cast<const uint8_t*>(bytes.data());
+  src.size = static_cast<int64_t>(bytes.size());
+  return src;
+}
+
+// The picker's indices, checked against the frame count it was given.
+std::vector<int64_t> pick_checked(const FramePicker& pick, int64_t video_frames, double fps, const std::string& name) {
+  std::vector<int64_t> indices = pick(video_frames, fps);
+  if (indices.empty()) throw RuntimeError(name + ": the frame picker chose no frame");
+  for (int64_t i : indices)
+    if (i < 0 || i >= video_frames)
+      throw RuntimeError(name + ": the frame picker chose frame " + std::to_string(i) + " of " +
+                         std::to_string(video_frames));
+  return indices;
+}
+
+// The positions of `indices` in `sorted` (which holds each of them once).
+at::Tensor positions_in(const std::vector<int64_t>& sorted, const std::vector<int64_t>& indices) {
+  std::vector<int64_t> positions;
+  positions.reserve(indices.size());
+  for (int64_t i : indices)
+    positions.push_back(std::lower_bound(sorted.begin(), sorted.end(), i) - sorted.begin());
+  return at::tensor(at::ArrayRef<int64_t>(positions), at::TensorOptions().dtype(at::kLong));
+}
+
+PickedFrames decode_picked(Source& src, const std::string& name, int64_t channels, const FramePicker& pick) {
+  const int64_t start = src.pos;
+  VideoClip whole;
+  {
+    Decoder decoder(name, channels);
+    decoder.open(src);
+    const int64_t declared = decoder.windowable_frames();
+    if (declared == 0) {
+      whole = decoder.decode_all();
+    } else {
+      const std::vector<int64_t> indices = pick_checked(pick, declared, decoder.fps(), name);
+      std::vector<int64_t> wanted = indices;
+      std::sort(wanted.begin(), wanted.end());
+      wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+      VideoClip window;
+      if (decoder.decode_window(wanted, declared, window))
+        return PickedFrames{window.frames.index_select(1, positions_in(wanted, indices)), window.fps, declared, true};
+    }
+  }
+  if (!whole.frames.defined()) {  // the window could not be trusted: decode it all from the start
+    src.pos = start;
+    Decoder decoder(name, channels);
+    decoder.open(src);
+    whole = decoder.decode_all();
+  }
+  const int64_t video_frames = whole.frames.size(1);
+  const std::vector<int64_t> indices = pick_checked(pick, video_frames, whole.fps, name);
+  const at::Tensor index = at::tensor(at::ArrayRef<int64_t>(indices), at::TensorOptions().dtype(at::kLong));
+  return PickedFrames{whole.frames.index_select(1, index), whole.fps, video_frames, false};
 }
 
 }  // namespace
@@ -346,15 +563,31 @@ VideoClip decode_video_file(const std::string& path, int64_t channels) {
   check_channels(channels, path);
   Fd fd;
   Source src = file_source(fd, path);
-  return Decoder(path, channels).run(src);
+  Decoder decoder(path, channels);
+  decoder.open(src);
+  return decoder.decode_all();
 }
 
 VideoClip decode_video_bytes(const std::string& bytes, int64_t channels, const std::string& name) {
   check_channels(channels, name);
-  Source src;
-  src.data = reinterpret_cast<const uint8_t*>(bytes.data());
-  src.size = static_cast<int64_t>(bytes.size());
-  return Decoder(name, channels).run(src);
+  Source src = bytes_source(bytes);
+  Decoder decoder(name, channels);
+  decoder.open(src);
+  return decoder.decode_all();
+}
+
+PickedFrames decode_video_frames(const std::string& path, int64_t channels, const FramePicker& pick) {
+  check_channels(channels, path);
+  Fd fd;
+  Source src = file_source(fd, path);
+  return decode_picked(src, path, channels, pick);
+}
+
+PickedFrames decode_video_bytes_frames(const std::string& bytes, int64_t channels, const std::string& name,
+                                       const FramePicker& pick) {
+  check_channels(channels, name);
+  Source src = bytes_source(bytes);
+  return decode_picked(src, name, channels, pick);
 }
 
 VideoInfo probe_video_file(const std::string& path) {

@@ -21,7 +21,8 @@
 // cut anywhere after its header, AVI cut exactly at a chunk boundary. Nothing is printed.
 //
 // Limits (so that hostile or fuzzed inputs cannot exhaust memory): frames at most 8192 x 8192,
-// at most 100000 frames, at most 4 GiB of decoded pixels per clip.
+// at most 100000 frames, at most 4 GiB of decoded pixels per clip (of the frames kept, for
+// decode_video_frames).
 //
 // Decoding is single-threaded (the data loader runs several decoders at once) and thread-safe.
 // Only the file itself is read: FFmpeg's demuxers are not allowed to open other files or URLs
@@ -32,6 +33,7 @@
 #include <string>
 
 #include "data/video_clip.h"
+#include "data/video_window.h"
 
 namespace sparsevit::data {
 
@@ -43,6 +45,28 @@ VideoClip decode_video_file(const std::string& path, int64_t channels);
 
 // The same from bytes in memory (what the fuzzer calls); `name` stands for the file in errors.
 VideoClip decode_video_bytes(const std::string& bytes, int64_t channels, const std::string& name);
+
+// Only the frames `pick` chooses (data/video_window.h): the same pixels, in the picker's order,
+// as `decode_video_file(...).frames.index_select(1, indices)`, decoding only their window.
+// The picker is told the frame count the container declares, and the window is decoded from the
+// keyframe at or before its first frame (a backward seek) up to its last frame; a frame is
+// identified by its presentation timestamp (round((pts - start_time) * time_base * rate), so
+// B-frames, timestamps that do not start at 0 and seeks that land early are handled).
+// Falls back to decoding every frame (then picking on the decoded count, PickedFrames::windowed
+// false) when the window cannot be trusted: the container declares no frame count (Matroska /
+// WebM, streams without an index), the count disagrees with the duration and rate, the index
+// points past the end of the file (a cut file), more than 100000 frames are declared, the
+// seek fails or lands after the window even from the start, the decoded timestamps skip or
+// repeat a frame (variable frame rate), a frame has another size than the stream's, the stream
+// ends before the declared count or runs past it, or any error while decoding the window. The
+// picker may therefore be called twice. Errors and limits are decode_video_file's (a fallback
+// reports them as the whole decode does; the decoded-bytes limit counts the frames kept), plus
+// a RuntimeError when the picker returns no index or one outside [0, T).
+PickedFrames decode_video_frames(const std::string& path, int64_t channels, const FramePicker& pick);
+
+// The same from bytes in memory (the fuzzer).
+PickedFrames decode_video_bytes_frames(const std::string& bytes, int64_t channels, const std::string& name,
+                                       const FramePicker& pick);
 
 // Container-level facts, without decoding every frame (FFmpeg decodes a few to find them).
 struct VideoInfo {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "data/image_codec.h"
@@ -129,6 +130,15 @@ VideoClip VideoListDataset::clip(int64_t index) const {
   return decode_video_file(path, channels_);
 }
 
+PickedFrames VideoListDataset::picked_frames(int64_t index, const FramePicker& pick) const {
+  if (index < 0 || index >= size())
+    throw RuntimeError("clip index " + std::to_string(index) + " out of range for " + describe());
+  const std::string& path = entries_[static_cast<std::size_t>(index)].path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return read_frame_folder_frames(path, channels_, pick);
+  return decode_video_frames(path, channels_, pick);
+}
+
 int64_t VideoListDataset::label(int64_t index) const {
   if (index < 0 || index >= size())
     throw RuntimeError("clip index " + std::to_string(index) + " out of range for " + describe());
@@ -139,7 +149,10 @@ std::string VideoListDataset::describe() const {
   return list_path_ + ": " + std::to_string(size()) + " clips, " + std::to_string(num_classes_) + " classes";
 }
 
-VideoClip read_frame_folder(const std::string& dir, int64_t channels, double fps) {
+namespace {
+
+// The folder's frame files in natural order; RuntimeError when it has none.
+std::vector<std::string> frame_files(const std::string& dir) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
@@ -147,19 +160,51 @@ VideoClip read_frame_folder(const std::string& dir, int64_t channels, double fps
   if (ec) throw RuntimeError("cannot list the frame folder " + dir + ": " + ec.message());
   if (files.empty()) throw RuntimeError("frame folder " + dir + " has no .jpg/.jpeg/.png frame");
   std::sort(files.begin(), files.end(), natural_less);
+  return files;
+}
+
+// One frame as uint8 [C, H, W]; RuntimeError when its size is not the first frame's (first: [C, H, W]
+// or undefined for the first frame itself).
+at::Tensor read_folder_frame(const std::string& dir, const std::string& name, int64_t channels, const at::Tensor& first) {
+  const std::string path = (fs::path(dir) / name).string();
+  const Image image = read_image(path, static_cast<int>(channels));
+  const at::Tensor hwc =
+      at::from_blob(const_cast<uint8_t*>(image.pixels.data()), {image.height, image.width, image.channels}, at::kByte);
+  if (first.defined() && (first.size(1) != image.height || first.size(2) != image.width))
+    throw RuntimeError(path + ": frame is " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                       ", the folder's first frame " + std::to_string(first.size(2)) + "x" +
+                       std::to_string(first.size(1)));
+  return hwc.permute({2, 0, 1}).clone();
+}
+
+}  // namespace
+
+VideoClip read_frame_folder(const std::string& dir, int64_t channels, double fps) {
+  const std::vector<std::string> files = frame_files(dir);
   std::vector<at::Tensor> frames;
-  for (const auto& name : files) {
-    const std::string path = (fs::path(dir) / name).string();
-    const Image image = read_image(path, static_cast<int>(channels));
-    const at::Tensor hwc = at::from_blob(const_cast<uint8_t*>(image.pixels.data()),
-                                         {image.height, image.width, image.channels}, at::kByte);
-    if (!frames.empty() && (frames.front().size(1) != image.height || frames.front().size(2) != image.width))
-      throw RuntimeError(path + ": frame is " + std::to_string(image.width) + "x" + std::to_string(image.height) +
-                         ", the folder's first frame " + std::to_string(frames.front().size(2)) + "x" +
-                         std::to_string(frames.front().size(1)));
-    frames.push_back(hwc.permute({2, 0, 1}).clone());
-  }
+  for (const auto& name : files)
+    frames.push_back(read_folder_frame(dir, name, channels, frames.empty() ? at::Tensor() : frames.front()));
   return VideoClip{at::stack(frames, 1), fps};  // [C, T, H, W]
+}
+
+PickedFrames read_frame_folder_frames(const std::string& dir, int64_t channels, const FramePicker& pick, double fps) {
+  const std::vector<std::string> files = frame_files(dir);
+  const auto count = static_cast<int64_t>(files.size());
+  const std::vector<int64_t> indices = pick(count, fps);
+  if (indices.empty()) throw RuntimeError(dir + ": the frame picker chose no frame");
+  for (int64_t i : indices)
+    if (i < 0 || i >= count)
+      throw RuntimeError(dir + ": the frame picker chose frame " + std::to_string(i) + " of " + std::to_string(count));
+  const at::Tensor first = read_folder_frame(dir, files.front(), channels, at::Tensor());
+  std::map<int64_t, at::Tensor> read{{0, first}};
+  std::vector<at::Tensor> frames;
+  for (int64_t i : indices) {
+    auto it = read.find(i);
+    if (it == read.end())
+      it = read.emplace(i, read_folder_frame(dir, files[static_cast<std::size_t>(i)], channels, first)).first;
+    frames.push_back(it->second);
+  }
+  return PickedFrames{at::stack(frames, 1), fps, count, true};
 }
 
 }  // namespace sparsevit::data

@@ -41,12 +41,6 @@ float product(float a, float b) {
   return p;
 }
 
-// The selected frames of a uint8 [C, T, H, W] clip as float32 in [0, 1].
-at::Tensor select_frames(const at::Tensor& frames, const std::vector<int64_t>& indices) {
-  const at::Tensor index = at::tensor(at::ArrayRef<int64_t>(indices), at::TensorOptions().dtype(at::kLong));
-  return frames.index_select(1, index).to(at::kFloat).div_(255.0);
-}
-
 }  // namespace
 
 void validate(const ClipSampling& s) {
@@ -200,40 +194,82 @@ at::Tensor uniform_crop(const at::Tensor& frames, int64_t size, int64_t spatial_
   return frames.slice(2, y, y + size).slice(3, x, x + size);
 }
 
-SampledClip sample_train_clip(const VideoClip& clip, const ClipSampling& s, Rng& rng) {
+namespace {
+
+void check_view(const ClipSampling& s, int64_t view, const char* what) {
+  const int64_t views = s.test_num_clips * s.test_num_crops;
+  if (view < 0 || view >= views) {
+    throw RuntimeError(std::string(what) + ": view " + std::to_string(view) + " is not in [0, " + std::to_string(views) +
+                       ")");
+  }
+}
+
+void check_window_frames(const at::Tensor& frames, const ClipSampling& s, const char* what) {
+  check_frames(frames, what);
+  if (frames.scalar_type() != at::kByte || frames.size(1) != s.num_frames) {
+    throw RuntimeError(std::string(what) + ": expected uint8 [C, " + std::to_string(s.num_frames) + ", H, W] frames");
+  }
+}
+
+}  // namespace
+
+ClipWindow train_clip_window(int64_t video_frames, double fps, const ClipSampling& s, Rng& rng) {
   validate(s);
-  check_clip(clip, "sample_train_clip");
-  const int64_t video_frames = clip.frames.size(1);
-  const auto [start, end] = clip_start_end(video_frames, clip_size_frames(s, clip.fps), -1, 1, rng);
-  SampledClip out;
-  out.padded = window_exceeds(video_frames, end);
-  at::Tensor x = select_frames(clip.frames, temporal_indices(start, end, s.num_frames, video_frames));
+  if (video_frames < 1) throw RuntimeError("train_clip_window: the video has no frames");
+  if (!std::isfinite(fps) || fps <= 0) throw RuntimeError("train_clip_window: bad frame rate " + num(fps));
+  const auto [start, end] = clip_start_end(video_frames, clip_size_frames(s, fps), -1, 1, rng);
+  return ClipWindow{temporal_indices(start, end, s.num_frames, video_frames), window_exceeds(video_frames, end)};
+}
+
+ClipWindow test_clip_window(int64_t video_frames, double fps, const ClipSampling& s, int64_t view) {
+  validate(s);
+  check_view(s, view, "test_clip_window");
+  if (video_frames < 1) throw RuntimeError("test_clip_window: the video has no frames");
+  if (!std::isfinite(fps) || fps <= 0) throw RuntimeError("test_clip_window: bad frame rate " + num(fps));
+  Rng unused(0);  // clip_idx >= 0 draws nothing
+  const auto [start, end] =
+      clip_start_end(video_frames, clip_size_frames(s, fps), view / s.test_num_crops, s.test_num_clips, unused);
+  return ClipWindow{temporal_indices(start, end, s.num_frames, video_frames), window_exceeds(video_frames, end)};
+}
+
+at::Tensor train_clip_pixels(const at::Tensor& window_frames, const ClipSampling& s, Rng& rng) {
+  validate(s);
+  check_window_frames(window_frames, s, "train_clip_pixels");
+  at::Tensor x = window_frames.to(at::kFloat).div_(255.0);
   x = random_short_side_scale(x, s.jitter_min, s.jitter_max, rng);
   x = random_crop(x, s.crop_size, rng);
   x = horizontal_flip(x, s.hflip, rng);
-  out.frames = x.contiguous();
-  return out;
+  return x.contiguous();
+}
+
+at::Tensor test_clip_pixels(const at::Tensor& window_frames, const ClipSampling& s, int64_t view) {
+  validate(s);
+  check_view(s, view, "test_clip_pixels");
+  check_window_frames(window_frames, s, "test_clip_pixels");
+  const int64_t spatial_idx = s.test_num_crops > 1 ? view % s.test_num_crops : 1;
+  at::Tensor x = window_frames.to(at::kFloat).div_(255.0);
+  x = short_side_scale(x, s.test_num_crops > 1 ? s.crop_size : s.jitter_min);
+  return uniform_crop(x, s.crop_size, spatial_idx).contiguous();
+}
+
+at::Tensor select_clip_frames(const at::Tensor& frames, const std::vector<int64_t>& indices) {
+  const at::Tensor index = at::tensor(at::ArrayRef<int64_t>(indices), at::TensorOptions().dtype(at::kLong));
+  return frames.index_select(1, index);
+}
+
+SampledClip sample_train_clip(const VideoClip& clip, const ClipSampling& s, Rng& rng) {
+  validate(s);
+  check_clip(clip, "sample_train_clip");
+  const ClipWindow window = train_clip_window(clip.frames.size(1), clip.fps, s, rng);
+  return SampledClip{train_clip_pixels(select_clip_frames(clip.frames, window.indices), s, rng), window.padded};
 }
 
 SampledClip sample_test_clip(const VideoClip& clip, const ClipSampling& s, int64_t view) {
   validate(s);
   check_clip(clip, "sample_test_clip");
-  const int64_t views = s.test_num_clips * s.test_num_crops;
-  if (view < 0 || view >= views) {
-    throw RuntimeError("sample_test_clip: view " + std::to_string(view) + " is not in [0, " + std::to_string(views) + ")");
-  }
-  const int64_t clip_idx = view / s.test_num_crops;
-  const int64_t spatial_idx = s.test_num_crops > 1 ? view % s.test_num_crops : 1;
-  const int64_t video_frames = clip.frames.size(1);
-  Rng unused(0);  // clip_idx >= 0 draws nothing
-  const auto [start, end] =
-      clip_start_end(video_frames, clip_size_frames(s, clip.fps), clip_idx, s.test_num_clips, unused);
-  SampledClip out;
-  out.padded = window_exceeds(video_frames, end);
-  at::Tensor x = select_frames(clip.frames, temporal_indices(start, end, s.num_frames, video_frames));
-  x = short_side_scale(x, s.test_num_crops > 1 ? s.crop_size : s.jitter_min);
-  out.frames = uniform_crop(x, s.crop_size, spatial_idx).contiguous();
-  return out;
+  check_view(s, view, "sample_test_clip");
+  const ClipWindow window = test_clip_window(clip.frames.size(1), clip.fps, s, view);
+  return SampledClip{test_clip_pixels(select_clip_frames(clip.frames, window.indices), s, view), window.padded};
 }
 
 }  // namespace sparsevit::data

@@ -95,6 +95,22 @@ struct SampledClip {
   bool padded = false;  // window_exceeds: the video was shorter than the window
 };
 
+// The same in two halves, so that a reader can decode only the frames a view uses
+// (data/video_window.h): the temporal half picks the frame indices from the video's frame count
+// and rate, the spatial half takes those frames (uint8 [C, num_frames, H, W], in index order).
+// sample_train_clip = train_clip_window, then train_clip_pixels on the same rng;
+// sample_test_clip = test_clip_window, then test_clip_pixels.
+struct ClipWindow {
+  std::vector<int64_t> indices;  // num_frames indices in [0, video_frames), non-decreasing
+  bool padded = false;           // window_exceeds
+};
+ClipWindow train_clip_window(int64_t video_frames, double fps, const ClipSampling& s, Rng& rng);
+ClipWindow test_clip_window(int64_t video_frames, double fps, const ClipSampling& s, int64_t view);
+at::Tensor train_clip_pixels(const at::Tensor& window_frames, const ClipSampling& s, Rng& rng);
+at::Tensor test_clip_pixels(const at::Tensor& window_frames, const ClipSampling& s, int64_t view);
+// frames.index_select(1, indices): the window's frames of a whole decoded clip.
+at::Tensor select_clip_frames(const at::Tensor& frames, const std::vector<int64_t>& indices);
+
 // Training view (kinetics.py, mode "train"). Random draws, in this order: the window start
 // (clip_start_end with clip_idx -1), the scale size, the crop's y, the crop's x, the flip.
 SampledClip sample_train_clip(const VideoClip& clip, const ClipSampling& s, Rng& rng);
