@@ -454,7 +454,8 @@ TEST(VideoTransform, RgbToOneChannelUint8InputsAndBadShapes) {
 }
 
 TEST(VideoDatasetFactory, NamesAndErrors) {
-  EXPECT_EQ(video_dataset_names(), (std::vector<std::string>{"moving_fashion_mnist", "video_list"}));
+  EXPECT_EQ(video_dataset_names(),
+            (std::vector<std::string>{"moving_fashion_mnist", "moving_fashion_mnist_order", "video_list"}));
   EXPECT_EQ(resolve_video_dataset_name("auto", ""), "moving_fashion_mnist");
   EXPECT_EQ(resolve_video_dataset_name("auto", "/data/ssv2"), "video_list");
   EXPECT_EQ(resolve_video_dataset_name("video_list", ""), "video_list");
