@@ -1,4 +1,5 @@
-// benchmarks/: the whole-model benchmark (bench --model) and the per-op step profiler.
+// benchmarks/: the whole-model benchmark (bench --model), image and video models, and the per-op
+// step profiler.
 #include "benchmarks/model_benchmark.h"
 
 #include <ATen/ATen.h>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/op_profiler.h"
+#include "util/errors.h"
 #include "util/linear.h"
 
 namespace sparsevit::benchmarks {
@@ -30,8 +32,8 @@ TEST(ModelBenchmark, TimesBothModelsAndReportsTheirBudgets) {
   ASSERT_TRUE(r.sparse.ran);
   EXPECT_EQ(r.tokens, 50);
   EXPECT_EQ(r.dense.step_ms.size(), 2u);
-  EXPECT_GT(r.sparse.images_per_second, 0.0);
-  EXPECT_NEAR(r.sparse.images_per_second, 4 / (r.sparse.median_ms / 1e3), 1e-6);
+  EXPECT_GT(r.sparse.samples_per_second, 0.0);
+  EXPECT_NEAR(r.sparse.samples_per_second, 4 / (r.sparse.median_ms / 1e3), 1e-6);
   EXPECT_GT(r.dense.peak_extra_bytes, 0);
   // The quickstart config at N = 50 (pinned in the README): pruning 0.92 against dense's 0.
   EXPECT_NEAR(r.sparse.pruning_ratio, 0.92, 0.005);
@@ -40,6 +42,101 @@ TEST(ModelBenchmark, TimesBothModelsAndReportsTheirBudgets) {
   const nlohmann::json j = r.to_json();
   EXPECT_EQ(j["pass"], "train_step");
   EXPECT_TRUE(j["dense"].contains("images_per_second"));
+  EXPECT_FALSE(r.is_video());
+  EXPECT_FALSE(j.contains("num_frames"));
+}
+
+// timesformer_nano_patch4_28 cut to one block and 2 frames: clips [B, 1, 2, 28, 28].
+ModelBenchmarkOptions video_options() {
+  ModelBenchmarkOptions o = small_options();
+  o.model = "timesformer_nano_patch4_28";
+  o.attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/video/timesformer_fibottention_modified.yaml";
+  o.overrides = {"w_max=49"};
+  o.depth = 1;
+  o.num_frames = 2;
+  o.batch = 2;
+  o.repeats = 1;
+  o.warmup = 0;
+  return o;
+}
+
+TEST(ModelBenchmark, VideoModelTimesClipsOfDenseAndSparseSpatialAttention) {
+  for (bool backward : {false, true}) {
+    ModelBenchmarkOptions o = video_options();
+    o.backward = backward;
+    const ModelBenchmarkResult r = run_model_benchmark(o);
+    ASSERT_TRUE(r.is_video());
+    ASSERT_TRUE(r.dense.ran);
+    ASSERT_TRUE(r.sparse.ran);
+    EXPECT_EQ(r.tokens, 50);  // one frame's 49 patches + the class token
+    EXPECT_EQ(r.video_layout->num_frames, 2);
+    EXPECT_EQ(r.video_layout->spatial_sequences, 2);
+    EXPECT_EQ(r.video_layout->temporal_sequences, 49);
+    EXPECT_NEAR(r.sparse.samples_per_second, 2 / (r.sparse.median_ms / 1e3), 1e-6);
+    EXPECT_GT(r.dense.peak_extra_bytes, 0);
+    EXPECT_EQ(r.dense.pruning_ratio, 0.0);
+    EXPECT_GT(r.sparse.pruning_ratio, 0.5);
+    EXPECT_LT(r.sparse.attention_gflops, r.dense.attention_gflops);
+    // The GFLOPs split is the caller's (analysis::video_attention_report): absent here.
+    EXPECT_FALSE(r.sparse.video_gflops.has_value());
+    const nlohmann::json j = r.to_json();
+    EXPECT_EQ(j["pass"], backward ? "train_step" : "forward");
+    EXPECT_EQ(j["num_frames"], 2);
+    EXPECT_EQ(j["attention_type"], "divided_space_time");
+    EXPECT_EQ(j["temporal_config"], "dense");
+    EXPECT_TRUE(j["sparse"].contains("clips_per_second"));
+    EXPECT_FALSE(j["sparse"].contains("images_per_second"));
+    EXPECT_NEAR(j["sparse_vs_dense"]["attention_gflops"].get<double>(),
+                r.sparse.attention_gflops / r.dense.attention_gflops, 1e-12);
+    const std::string text = r.to_text();
+    for (const char* field : {"clips/s", "spatial GF", "temporal GF", "sparse / dense:", "2 frames"})
+      EXPECT_NE(text.find(field), std::string::npos) << field << "\n" << text;
+  }
+}
+
+TEST(ModelBenchmark, VideoAttentionTypesSetTheSequences) {
+  ModelBenchmarkOptions o = video_options();
+  o.backward = false;
+  o.attention_type = "joint_space_time";
+  ModelBenchmarkResult r = run_model_benchmark(o);
+  EXPECT_EQ(r.tokens, 1 + 49 * 2);  // the whole clip is one sequence
+  EXPECT_EQ(r.video_layout->spatial_sequences, 1);
+  EXPECT_FALSE(r.video_layout->temporal.has_value());
+  EXPECT_EQ(r.to_json()["temporal_config"], "none");
+  o.attention_type = "space_only";
+  r = run_model_benchmark(o);
+  EXPECT_EQ(r.tokens, 50);
+  EXPECT_EQ(r.video_layout->spatial_sequences, 2);
+  EXPECT_EQ(r.video_layout->temporal_sequences, 0);
+}
+
+TEST(ModelBenchmark, VideoOptionsThatDoNotApplyAreUsageErrors) {
+  auto message = [](const ModelBenchmarkOptions& o) {
+    try {
+      run_model_benchmark(o);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no UsageError");
+  };
+  ModelBenchmarkOptions image = small_options();
+  image.num_frames = 4;
+  EXPECT_NE(message(image).find("--num-frames applies to video models"), std::string::npos) << message(image);
+  image = small_options();
+  image.attention_type = "space_only";
+  EXPECT_NE(message(image).find("--attention-type"), std::string::npos) << message(image);
+  image = small_options();
+  image.temporal_attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/vit_dense.yaml";
+  EXPECT_NE(message(image).find("--temporal-attn-cfg"), std::string::npos) << message(image);
+
+  ModelBenchmarkOptions video = video_options();
+  video.attention_type = "space_only";
+  video.temporal_attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/vit_dense.yaml";
+  EXPECT_NE(message(video).find("--temporal-attn-cfg applies to divided_space_time"), std::string::npos)
+      << message(video);
+  video = video_options();
+  video.attention_type = "spatial_only";
+  EXPECT_NE(message(video).find("spatial_only"), std::string::npos) << message(video);
 }
 
 TEST(ModelBenchmark, BreakdownAttributesTheStepToItsParts) {
