@@ -175,8 +175,9 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.num_heads, non_negative("num_heads", "attention heads (0: the model's)"));
   visit(c.global_pool, any("global_pool", "classify the mean of the patch tokens through fc_norm (MAE finetuning) "
                                           "instead of the class token").only(kFinetune | kPolicy));
-  visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names",
-                        run).only(kFinetune));
+  // A recipe field: a sweep starts every run from the same weights (the video demo's image ViT).
+  visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names")
+                        .only(kFinetune));
   visit(c.num_frames, non_negative("num_frames", "video models: frames per clip (0: the model's)").only(kFinetune));
   visit(c.sampling_rate, non_negative("sampling_rate", "video models: stride between sampled frames at target_fps "
                                                        "(0: 2 on moving_fashion_mnist, else 8 as TimeSformer)").only(kFinetune));

@@ -283,6 +283,34 @@ TEST_F(SweepTest, RerunReusesFinishedRunsAndGivesTheSameReport) {
   EXPECT_EQ(without_wall_time(read_text(out / "report.json")), without_wall_time(before));
 }
 
+// --finetune is a recipe field: every run of the sweep starts from the same weights (the video
+// demo starts TimeSformers from an image ViT this way), and the summaries record it.
+TEST_F(SweepTest, FinetuneStartsEveryRunFromTheSameWeights) {
+  SweepConfig c = config();
+  c.configs = {config_path("vit_dense")};
+  c.seeds = {0};
+  c.output_dir = (root_ / "sweep_finetune").string();
+  c.recipe.finetune = (root_ / "sweep" / "vit_dense" / "seed0" / "checkpoint.pt").string();
+  c.recipe.lr = 1e-12;  // the weights barely move: the run evaluates the checkpoint it started from
+  c.diversity_limit = -1;
+  run_sweep(c);
+  const auto summary = [](const fs::path& p) { return nlohmann::json::parse(read_text(p / "summary.json")); };
+  const nlohmann::json from = summary(root_ / "sweep" / "vit_dense" / "seed0");
+  const nlohmann::json tuned = summary(root_ / "sweep_finetune" / "vit_dense" / "seed0");
+  EXPECT_EQ(tuned["recipe"]["finetune"], c.recipe.finetune);
+  EXPECT_EQ(tuned["test_acc1"], from["test_acc1"]);
+  EXPECT_NEAR(tuned["test_loss"].get<double>(), from["test_loss"].get<double>(), 1e-5);
+  // A rerun without it is another recipe: refused, not mixed in.
+  c.recipe.finetune.clear();
+  c.recipe.lr = 1e-3;
+  try {
+    run_sweep(c);
+    ADD_FAILURE() << "a finished run of another finetune source was reused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("finetune"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SweepTest, RunsOfAReportMustSeeTheSameData) {
   // The report says what the runs saw ...
   const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
