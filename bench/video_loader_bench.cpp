@@ -3,7 +3,7 @@
 // every 8 at 30 fps, scale jitter [256, 320], 224 crop, flips (data::ClipSampling's defaults),
 // training views, the model-input transform (build_video_transform, RGB).
 //
-// Part 1 (the loader): clips per second through data::DataLoader (batch 8, shuffled) for every
+// Part 1 (the loader): clips per second through data::DataLoader (--batch, shuffled) for every
 // --workers count, the two variants interleaved round by round (each round one epoch over
 // --clips clips, a fresh loader per run, the seed of the round) so that the shared machine's
 // load hits them alike; medians over the rounds and the windowed / whole ratio.
@@ -11,7 +11,10 @@
 // then the window's frames; windowed: decode_video_frames) against the rest of the sample
 // (train_clip_pixels: scale, crop, flip) and the transform, summed over the same clips.
 //
-//   build/video_loader_bench DIR [--clips 64] [--rounds 3] [--workers 1,2] [--threads 1]
+//   build/video_loader_bench DIR [--clips 64] [--rounds 3] [--workers 1,2] [--batch 8] [--threads 1]
+//
+// The loader builds each batch on one worker, so --workers 2 needs at least two batches per epoch
+// (--batch 1 for a handful of long videos).
 //
 // bench/make_kinetics_like.sh writes a folder of Kinetics-like files (docs/video.md, "Loader
 // throughput").
@@ -59,6 +62,7 @@ std::string load_average() {
 struct Options {
   std::string dir;
   int64_t clips = 64;
+  int64_t batch = 8;
   int rounds = 3;
   int threads = 1;
   std::vector<int64_t> workers = {1, 2};
@@ -66,7 +70,7 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "video_loader_bench: %s\nusage: video_loader_bench DIR [--clips 64] [--rounds 3] "
-               "[--workers 1,2] [--threads 1]\n", why);
+               "[--workers 1,2] [--batch 8] [--threads 1]\n", why);
   std::exit(2);
 }
 
@@ -80,6 +84,8 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--clips") {
       o.clips = std::stoll(value());
+    } else if (a == "--batch") {
+      o.batch = std::stoll(value());
     } else if (a == "--rounds") {
       o.rounds = std::stoi(value());
     } else if (a == "--threads") {
@@ -95,7 +101,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.dir.empty()) usage("no folder given");
-  if (o.clips < 1 || o.rounds < 1 || o.workers.empty()) usage("bad --clips, --rounds or --workers");
+  if (o.clips < 1 || o.batch < 1 || o.rounds < 1 || o.workers.empty()) usage("bad --clips, --batch, --rounds or --workers");
   return o;
 }
 
@@ -118,12 +124,12 @@ class FirstSamples : public Dataset {
 };
 
 // One epoch of the loader over `clips` clips; clips per second.
-double loader_rate(const std::shared_ptr<const VideoListDataset>& videos, bool windowed, int64_t clips,
+double loader_rate(const std::shared_ptr<const VideoListDataset>& videos, bool windowed, int64_t clips, int64_t batch_size,
                    int64_t workers, uint64_t seed, const Transform& transform) {
   auto dataset = std::make_shared<FirstSamples>(std::make_shared<VideoClipDataset>(videos, ClipSampling{}, true, windowed),
                                                 clips);
   LoaderOptions o;
-  o.batch_size = 8;
+  o.batch_size = batch_size;
   o.shuffle = true;
   o.num_workers = workers;
   o.seed = seed;
@@ -189,15 +195,16 @@ int main(int argc, char** argv) {
               videos->describe().c_str());
   std::printf("load average at start: %s\n\n", load_average().c_str());
 
-  std::printf("part 1: loader clips/s (batch 8, one epoch of %lld clips per run)\n", static_cast<long long>(clips));
+  std::printf("part 1: loader clips/s (batch %lld, one epoch of %lld clips per run)\n", static_cast<long long>(o.batch),
+              static_cast<long long>(clips));
   std::printf("%-8s %-6s %-9s %s\n", "workers", "round", "variant", "clips/s");
   for (int64_t workers : o.workers) {
     std::vector<double> whole, windowed;
     for (int r = 0; r < o.rounds; ++r) {
       const auto seed = static_cast<uint64_t>(r + 1);
-      whole.push_back(loader_rate(videos, false, clips, workers, seed, transform));
+      whole.push_back(loader_rate(videos, false, clips, o.batch, workers, seed, transform));
       std::printf("%-8lld %-6d %-9s %.2f\n", static_cast<long long>(workers), r, "whole", whole.back());
-      windowed.push_back(loader_rate(videos, true, clips, workers, seed, transform));
+      windowed.push_back(loader_rate(videos, true, clips, o.batch, workers, seed, transform));
       std::printf("%-8lld %-6d %-9s %.2f\n", static_cast<long long>(workers), r, "windowed", windowed.back());
       std::fflush(stdout);
     }
