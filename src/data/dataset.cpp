@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "data/cifar_dataset.h"
+#include "data/fashion_mnist_frames.h"
 #include "data/idx_dataset.h"
 #include "data/image_folder_dataset.h"
 #include "util/did_you_mean.h"
@@ -90,8 +91,8 @@ std::shared_ptr<const Dataset> max_samples(std::shared_ptr<const Dataset> base, 
 // ---------------------------------------------------------------- factory
 
 const std::vector<std::string>& dataset_names() {
-  static const std::vector<std::string> names = {"fashion_mnist", "mnist", "cifar10", "cifar100", "image_folder",
-                                                  "imagenet"};
+  static const std::vector<std::string> names = {"fashion_mnist", "fashion_mnist_frames", "mnist", "cifar10",
+                                                  "cifar100", "image_folder", "imagenet"};
   return names;
 }
 
@@ -108,7 +109,7 @@ void check_name(const std::string& name) {
 
 std::string default_data_path(const std::string& name) {
   check_name(name);
-  if (name == "fashion_mnist") return "/usr/share/datasets/fashion-mnist";
+  if (name == "fashion_mnist" || name == "fashion_mnist_frames") return "/usr/share/datasets/fashion-mnist";
   return "";
 }
 
@@ -140,11 +141,12 @@ std::shared_ptr<const Dataset> make_dataset(const std::string& name, const std::
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     std::string msg = "data path '" + dir + "' does not exist";
-    if (path.empty() && name == "fashion_mnist") msg += " (install Debian's dataset-fashion-mnist or pass --data_path)";
+    if (path.empty() && default_data_path(name) == default_data_path("fashion_mnist")) msg += " (install Debian's dataset-fashion-mnist or pass --data_path)";
     throw UsageError(msg);
   }
   if (!fs::is_directory(dir, ec)) throw UsageError("data path '" + dir + "' is not a folder");
   if (name == "fashion_mnist") return IdxDataset::from_folder(dir, train, "Fashion-MNIST", 10);
+  if (name == "fashion_mnist_frames") return std::make_shared<FashionMnistFrames>(dir, train);
   if (name == "mnist") return IdxDataset::from_folder(dir, train, "MNIST", 10);
   if (name == "cifar10") return CifarDataset::from_folder(dir, CifarDataset::Variant::kCifar10, train);
   if (name == "cifar100") return CifarDataset::from_folder(dir, CifarDataset::Variant::kCifar100, train);
@@ -168,6 +170,10 @@ MeanStd default_mean_std(const std::string& dataset_name, int64_t channels) {
   };
   if (dataset_name == "fashion_mnist") return gray(0.2860, 0.3530);
   if (dataset_name == "mnist") return gray(0.1307, 0.3081);
+  // TimeSformer's DATA.MEAN / DATA.STD, what the video pipeline normalises the clips with: the
+  // image ViT pretrained here sees its garments as the TimeSformer started from it will (as
+  // ImageNet's statistics are close to TimeSformer's).
+  if (dataset_name == "fashion_mnist_frames") return gray(0.45, 0.225);
   MeanStd rgb;
   if (dataset_name == "cifar10") {
     rgb = {{0.4914, 0.4822, 0.4465}, {0.2470, 0.2435, 0.2616}};

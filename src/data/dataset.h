@@ -74,7 +74,7 @@ std::shared_ptr<const Dataset> max_samples(std::shared_ptr<const Dataset> base, 
 
 // ---------------------------------------------------------------- factory
 
-// fashion_mnist, mnist, cifar10, cifar100, image_folder.
+// fashion_mnist, fashion_mnist_frames, mnist, cifar10, cifar100, image_folder, imagenet.
 const std::vector<std::string>& dataset_names();
 
 // Where a dataset lives when --data_path is not given: /usr/share/datasets/fashion-mnist for

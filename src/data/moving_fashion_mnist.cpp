@@ -162,18 +162,16 @@ MovingFashionMnist::ClipRecipe MovingFashionMnist::recipe(int64_t index) const {
   r.y0 = static_cast<double>(moving.y0) / kSubpixel;
   r.dx = static_cast<double>(moving.big_x) / static_cast<double>(kTravelDenom);
   r.dy = static_cast<double>(moving.big_y) / static_cast<double>(kTravelDenom);
-  const Path other = draw_path(rng);
   if (task_ == Task::kWhichMoves) {
     r.moving_x = moving.x;
     r.moving_y = moving.y;
-    // The static garment stands where a second, independent path of the same law is at a uniform
-    // frame: its position has the moving garment's time-averaged law, so where a garment sits says
-    // as little as possible about whether it moves (docs/datasets.md).
-    const auto frame = static_cast<std::size_t>(randint(rng, 0, kFrames));
-    r.other_x.fill(other.x[frame]);
-    r.other_y.fill(other.y[frame]);
+    // Where a garment sits says as little as possible about whether it moves (docs/datasets.md).
+    const auto corner = draw_resting_corner(rng);
+    r.other_x.fill(corner[0]);
+    r.other_y.fill(corner[1]);
     return r;
   }
+  const Path other = draw_path(rng);
   // Both paths are drawn from one reversal-symmetric law (a path read backwards is as likely),
   // and the two time warps are each other's reversal, so reversing a clip's frames gives an
   // equally likely clip with the other label.
@@ -186,6 +184,17 @@ MovingFashionMnist::ClipRecipe MovingFashionMnist::recipe(int64_t index) const {
     r.other_y[static_cast<std::size_t>(t)] = other.y[second];
   }
   return r;
+}
+
+std::array<int64_t, 2> MovingFashionMnist::draw_resting_corner(Rng& rng) {
+  const Path ghost = draw_path(rng);
+  const auto frame = static_cast<std::size_t>(randint(rng, 0, kFrames));
+  return {ghost.x[frame], ghost.y[frame]};
+}
+
+const uint8_t* MovingFashionMnist::garment(int64_t image) const {
+  source_label(image);  // bounds check
+  return garments_.data() + image * kGarmentSize * kGarmentSize;
 }
 
 VideoClip MovingFashionMnist::clip(int64_t index) const {

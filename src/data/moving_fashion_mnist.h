@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "data/random.h"
 #include "data/video_dataset.h"
 
 namespace sparsevit::data {
@@ -85,6 +86,11 @@ class MovingFashionMnist : public VideoDataset {
   // The split's Fashion-MNIST images: their number and the class of one.
   int64_t source_size() const { return static_cast<int64_t>(source_labels_.size()); }
   int64_t source_label(int64_t image) const;
+  // Image `image` of the split averaged 2x2: kGarmentSize x kGarmentSize bytes, row-major.
+  const uint8_t* garment(int64_t image) const;
+  // A resting garment's top-left corner {x, y} (draw 6 of which_moves): where an independent
+  // path is at a uniform frame, so it has the moving garment's time-averaged law. Both in [0, 14].
+  static std::array<int64_t, 2> draw_resting_corner(Rng& rng);
 
  private:
   void check_clip_index(int64_t index) const;

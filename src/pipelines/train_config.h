@@ -153,7 +153,8 @@ template <class Config, class Visitor>
 void for_each_field(Config& c, Visitor&& visit) {
   using namespace field;
   constexpr FieldGroup run = FieldGroup::run;
-  visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | mnist | cifar10 | "
+  visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | fashion_mnist_frames (its garments as "
+                                  "moving_fashion_mnist's frames show them) | mnist | cifar10 | "
                                   "cifar100 | image_folder | imagenet (train/ + val/ class folders); video models: "
                                   "auto (moving_fashion_mnist, or video_list with --data_path) | moving_fashion_mnist | "
                                   "moving_fashion_mnist_order (which garment moves first) | video_list (TimeSformer's train.csv / test.csv)").only(kImageCommands));
