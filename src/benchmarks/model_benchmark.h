@@ -50,8 +50,8 @@ struct ModelBenchmarkOptions {
 };
 
 // Attention GFLOPs per clip of a video model as analysis::video_attention_report counts them (the
-// numbers `sparsevit flops` prints). The caller fills them from the result's specs and layout:
-// analysis is not a layer below this one.
+// numbers `sparsevit flops` prints). The caller fills them from the result's specs and layout
+// (`sparsevit bench` does): the sparsevit_benchmarks library does not link sparsevit_analysis.
 struct VideoAttentionGflops {
   double spatial = 0, temporal = 0, total = 0;
 };
