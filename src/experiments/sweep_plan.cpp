@@ -11,6 +11,7 @@
 #include "analysis/budget_matching.h"
 #include "experiments/sweep_runs.h"
 #include "models/model_shapes.h"
+#include "models/video_attention_layout.h"
 #include "patterns/pattern_equality.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
@@ -48,6 +49,18 @@ std::vector<int> same_pattern_twins(const std::vector<config::AttentionSpec>& sp
 }
 
 }  // namespace
+
+// What the attention config runs on, where budgets are measured: the model's attention for image
+// models; for video models the spatial attention at the recipe's frames and attention type (one
+// frame's P + 1 tokens, or the whole clip's 1 + P T in joint_space_time), whose pruning ratio is
+// the one training reports.
+AttentionGeometry budget_geometry(const pipelines::TrainConfig& recipe, const models::ModelShape& shape) {
+  if (!shape.is_video()) return shape.attention_geometry();
+  const int64_t frames = recipe.num_frames > 0 ? recipe.num_frames : shape.num_frames;
+  return models::video_attention_layout(shape.attention_geometry(), frames,
+                                        models::parse_video_attention(recipe.attention_type))
+      .spatial;
+}
 
 bool is_dense_attention(const config::AttentionSpec& spec) {
   return (spec.backend == "vit" || spec.backend == "dense") && !spec.has_mask();
@@ -97,9 +110,7 @@ SweepPlan plan_sweep(const SweepConfig& c, SweepResult& result) {
   if (c.match_pruning_ratio > 1)
     throw UsageError(fmt::format("sweep: --match_pruning_ratio {} is outside [0, 1]", c.match_pruning_ratio));
   if (!c.match_to.empty() || c.match_pruning_ratio >= 0) {
-    const models::ModelShape& shape = models::find_model_shape(c.recipe.model);
-    if (shape.is_video()) throw UsageError("sweep: budget matching needs an image model, got " + c.recipe.model);
-    result.geometry = shape.attention_geometry();
+    result.geometry = budget_geometry(c.recipe, models::find_model_shape(c.recipe.model));
     std::string reference;
     if (!c.match_to.empty()) {
       config::AttentionSpec ref = config::load_attention_spec(c.match_to);
@@ -142,8 +153,8 @@ SweepPlan plan_sweep(const SweepConfig& c, SweepResult& result) {
       shape = &models::find_model_shape(c.recipe.model);
     } catch (const UsageError&) {  // a model without a registered shape: no budget in the plan
     }
-    std::optional<AttentionGeometry> geometry;  // image models only: budgets and patterns need one
-    if (shape && !shape->is_video()) geometry = shape->attention_geometry();
+    std::optional<AttentionGeometry> geometry;  // budgets and patterns need one
+    if (shape) geometry = budget_geometry(c.recipe, *shape);
     if (geometry) {
       std::vector<config::AttentionSpec> specs;
       for (const SweepItem& item : items) specs.push_back(item.spec);

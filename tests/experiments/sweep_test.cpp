@@ -236,6 +236,40 @@ TEST_F(SweepTest, MatchedBudgetsDeriveConfigsAndRefuseStaleRuns) {
   EXPECT_THROW(run_sweep(c), UsageError);
 }
 
+// Video models: budgets are matched on the spatial attention, what the attention config runs on
+// and whose pruning ratio training reports: one frame's 50 tokens in divided space-time (the
+// image model's geometry, so the same knob as at vit_nano_patch4_28 with 4 blocks), the whole
+// clip's 1 + 49 T tokens in joint space-time.
+TEST_F(SweepTest, VideoModelsMatchBudgetsOnTheSpatialAttention) {
+  SweepConfig c = config();
+  c.configs = {config_path("video/timesformer_fibottention_modified_n50"), config_path("vit_bigbird")};
+  c.seeds = {0};
+  c.match_to = config_path("video/timesformer_fibottention_modified_n50");
+  c.recipe.model = "timesformer_nano_patch4_28";
+  c.recipe.dataset = "moving_fashion_mnist";
+  c.recipe.num_frames = 4;
+  c.plan_only = true;
+  AttentionGeometry frame = models::find_model_shape("vit_nano_patch4_28").attention_geometry();
+  frame.num_layers = 4;
+  const double fibo = analysis::attention_report(config::load_attention_spec(c.match_to), frame).pruning_ratio;
+  for (const char* type : {"divided_space_time", "joint_space_time"}) {
+    c.recipe.attention_type = type;
+    c.output_dir = (root_ / "video_plan" / type).string();
+    const SweepResult plan = run_sweep(c);
+    const bool joint = std::string(type) == "joint_space_time";
+    AttentionGeometry g = frame;
+    if (joint) g.num_tokens = 1 + 49 * 4;
+    EXPECT_EQ(plan.runs_trained, 0);
+    EXPECT_DOUBLE_EQ(plan.target_pruning_ratio,
+                     analysis::attention_report(config::load_attention_spec(c.match_to), g).pruning_ratio) << type;
+    if (!joint) EXPECT_DOUBLE_EQ(plan.target_pruning_ratio, fibo);
+    const std::string derived = (fs::path(c.output_dir) / "configs" / "vit_bigbird.yaml").string();
+    ASSERT_TRUE(fs::exists(derived)) << type;
+    EXPECT_NEAR(analysis::attention_report(config::load_attention_spec(derived), g).pruning_ratio,
+                plan.target_pruning_ratio, 0.01) << type;
+  }
+}
+
 TEST_F(SweepTest, AttentionGflopsAreTheFlopsCommandNumbers) {
   const nlohmann::json report = nlohmann::json::parse(read_text(root_ / "sweep" / "report.json"));
   const models::ModelShape& m = models::find_model_shape("vit_nano_patch4_28");
