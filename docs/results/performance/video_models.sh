@@ -3,7 +3,8 @@
 # attention vs the video demo's two configs (scripts/video-demo): modified Fibottention
 # (w_min 1, w_max N - 1) and BigBird with its pruning ratio set to Fibottention's. Writes one
 # JSON per run here: the bench's object plus the command, machine, date and load it ran under.
-# Usage: docs/results/performance/video_models.sh BUILD_DIR (a Release build with the bench).
+# Usage: docs/results/performance/video_models.sh BUILD_DIR (a Release build with the bench);
+# VIDEO_BENCH_ONLY=nano runs part 1 only.
 set -euo pipefail
 SV="$(cd "$1" && pwd)/sparsevit"
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
@@ -48,6 +49,8 @@ for pass in infer train; do
   run "model_${m}_${pass}_none_bigbird.json" "${nano[@]}" "${flag[@]}" --attn-cfg configs/attention/vit_bigbird.yaml \
     --set "pruning_ratio=$bigbird_ratio"
 done
+
+[ "${VIDEO_BENCH_ONLY:-}" = nano ] && exit 0  # rerun the nano rows alone
 
 # 2. timesformer_tiny_patch16_224 (8 frames of 224 x 224, N = 197), inference at batch 4;
 #    Fibottention's w_max = N - 1 = 196 is the config's own.
