@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/timing.h"
 #include "policy/conv2d_components.h"
 #include "policy/crossway_decoder.h"
 #include "policy/diffusion_policy.h"
@@ -45,15 +46,8 @@ using sparsevit::policy::CrosswayInput;
 using sparsevit::policy::DiffusionPolicy;
 using sparsevit::policy::DiffusionPolicyConfig;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using sparsevit::benchmarks::median;
+using sparsevit::benchmarks::seconds_since;
 
 struct Options {
   int threads = 2, rounds = 5;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/timing.h"
 #include "data/data_loader.h"
 #include "data/video_clip_dataset.h"
 #include "data/video_decoder.h"
@@ -42,15 +43,8 @@ namespace {
 
 using namespace sparsevit::data;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using sparsevit::benchmarks::median;
+using sparsevit::benchmarks::seconds_since;
 
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
