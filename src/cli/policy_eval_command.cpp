@@ -19,6 +19,7 @@ void add_policy_eval_command(CLI::App* policy) {
   struct State {
     std::string resume, output, save_video;
     int64_t episodes = 50, seed = 100000, max_steps = 300, threads = 0;
+    policy::BlockPoseNoise block_noise;
   };
   auto o = std::make_shared<State>();
   CLI::App* cmd = policy->add_subcommand("eval", "Closed-loop PushT evaluation of a trained policy");
@@ -31,6 +32,13 @@ void add_policy_eval_command(CLI::App* policy) {
   add_named_option(cmd, "output", o->output, "write the results (per episode) as JSON here");
   add_named_option(cmd, "save_video", o->save_video, "write rollout videos here (.mp4 per episode; a folder ending "
                                                      "in /png: PNG frames)");
+  add_named_option(cmd, "block_noise", o->block_noise.position,
+                   "low-dim policies: Gaussian error (std, workspace units of 512) on the block position they read, "
+                   "each observation anew: how precise a pose the policy needs")
+      ->check(CLI::Range(0.0, 512.0));
+  add_named_option(cmd, "block_noise_deg", o->block_noise.angle_deg,
+                   "low-dim policies: Gaussian error (std, degrees) on the block angle they read")
+      ->check(CLI::Range(0.0, 180.0));
   add_named_option(cmd, "threads", o->threads, "CPU threads for LibTorch (0: every core)")->check(CLI::NonNegativeNumber);
   cmd->callback([o] {
     if (o->threads > 0) at::set_num_threads(static_cast<int>(o->threads));
@@ -43,7 +51,11 @@ void add_policy_eval_command(CLI::App* policy) {
     eo.max_steps = o->max_steps;
     eo.observation_image_size = description.model.observation_image_size;
     eo.save_video = o->save_video;
+    eo.block_noise = o->block_noise;
     const pipelines::PolicyEvalResult r = pipelines::evaluate_policy(*model, eo, std::cout);
+    if (eo.block_noise.any())
+      std::cout << fmt::format("block-pose noise  : {:.1f} units, {:.1f} deg (std)\n", eo.block_noise.position,
+                               eo.block_noise.angle_deg);
     std::cout << fmt::format("score             : {:.3f} (do nothing: {:.3f})\n", r.score, r.floor.score)
               << fmt::format("success rate      : {:.1f}% ({} episodes, seeds {}..{}; do nothing: {:.1f}%)\n",
                              100 * r.success_rate, r.episodes.size(), o->seed, o->seed + o->episodes - 1,

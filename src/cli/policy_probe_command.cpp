@@ -1,7 +1,7 @@
 // `sparsevit policy probe`: does a trained policy use its image? The diffusion loss on held-out
 // windows with true observations, with images of other windows and with agent positions of
-// other windows (same noise and timesteps), and the readout feature's spread across frames
-// (pipelines/policy_probe.h, docs/policy.md).
+// other windows (same noise and timesteps), the readout feature's spread across frames, and how
+// precisely the features locate the block (pipelines/policy_probe.h, docs/policy.md).
 #include <ATen/Parallel.h>
 
 #include <memory>
@@ -17,6 +17,7 @@ void add_policy_probe_command(CLI::App* policy) {
   struct State {
     std::string resume, data_path, output;
     policy::ImageProbeOptions probe;
+    policy::BlockPoseProbeOptions block_pose;
     int64_t threads = 0;
   };
   auto o = std::make_shared<State>();
@@ -34,11 +35,15 @@ void add_policy_probe_command(CLI::App* policy) {
       ->check(CLI::NonNegativeNumber);
   add_named_option(cmd, "batch_size", o->probe.batch_size, "windows per batch")->check(CLI::PositiveNumber);
   add_named_option(cmd, "seed", o->probe.seed, "window order, noise and timesteps");
+  add_named_option(cmd, "block_pose_frames", o->block_pose.max_fit_frames,
+                   "block-pose probe: frames of the earlier episodes its ridge readout is fitted on, at most "
+                   "(0: skip it)")
+      ->check(CLI::NonNegativeNumber);
   add_named_option(cmd, "output", o->output, "write the results as JSON here");
   add_named_option(cmd, "threads", o->threads, "CPU threads for LibTorch (0: every core)")->check(CLI::NonNegativeNumber);
   cmd->callback([o] {
     if (o->threads > 0) at::set_num_threads(static_cast<int>(o->threads));
-    pipelines::run_policy_probe(o->resume, o->data_path, o->probe, o->output);
+    pipelines::run_policy_probe(o->resume, o->data_path, o->probe, o->block_pose, o->output);
   });
 }
 

@@ -25,6 +25,7 @@ nlohmann::json PolicyEvalResult::to_json() const {
                       {"seconds", seconds},
                       {"per_episode", eps}};
   if (has_floor) j["do_nothing"] = floor.to_json();
+  if (block_noise.any()) j["block_noise"] = {{"position", block_noise.position}, {"angle_deg", block_noise.angle_deg}};
   return j;
 }
 
@@ -94,11 +95,12 @@ PolicyEvalResult evaluate_policy(policy::DiffusionPolicy& policy, const PolicyEv
     }
   }
   PolicyEvalResult result;
+  result.block_noise = o.block_noise;
   int64_t solved = 0;
   double coverage_sum = 0, score_sum = 0;
   for (int64_t i = 0; i < o.episodes; ++i) {
     const uint64_t seed = static_cast<uint64_t>(o.first_seed + i);
-    policy::DiffusionPolicyActor actor(policy, seed);
+    policy::DiffusionPolicyActor actor(policy, seed, o.block_noise);
     const envs::RolloutResult r =
         envs::run_pusht_rollout(env, actor, seed, rollout, recorder ? recorder->callback() : envs::RolloutStepCallback{});
     if (recorder) recorder->write(video_dir, seed, format);

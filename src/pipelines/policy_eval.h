@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "policy/diffusion_policy.h"
+#include "policy/policy_actor.h"
 
 namespace sparsevit::pipelines {
 
@@ -23,6 +24,7 @@ struct PolicyEvalOptions {
   int64_t max_steps = 300;
   std::string save_video;       // "" : none; a folder for per-episode videos
   bool floor = true;            // also run the do-nothing actor on the same seeds
+  policy::BlockPoseNoise block_noise;  // error on the block pose a low-dim policy reads (default none)
 };
 
 struct PolicyEpisode {
@@ -46,6 +48,7 @@ struct PolicyEvalResult {
   bool has_floor = false;
   PushTScores floor;             // the do-nothing actor on the same seeds
   double seconds = 0;
+  policy::BlockPoseNoise block_noise;  // what the evaluation gave the policy (recorded when any)
   PushTScores scores() const { return {score, success_rate, mean_max_coverage}; }
   nlohmann::json to_json() const;
 };

@@ -21,7 +21,8 @@ bool same_file(const std::string& a, const std::string& b) {
 }  // namespace
 
 policy::ImageProbeResult run_policy_probe(const std::string& checkpoint, const std::string& data_path,
-                                          policy::ImageProbeOptions options, const std::string& output) {
+                                          policy::ImageProbeOptions options, policy::BlockPoseProbeOptions block_pose,
+                                          const std::string& output) {
   const train::LoadedCheckpoint ckpt(checkpoint);
   auto model = load_checkpoint_policy(ckpt);  // the EMA weights, as evaluation uses
   auto demos = std::make_shared<episodes::EpisodeSet>(read_demonstrations(data_path));
@@ -36,7 +37,14 @@ policy::ImageProbeResult run_policy_probe(const std::string& checkpoint, const s
   const bool held_out = !same_demos || (trained > 0 && first >= trained);
   const policy::ImageProbeResult r = policy::probe_images(*model, demos, options, held_out);
   std::cout << r.to_table() << std::endl;
-  if (!output.empty()) write_file_atomically(output, r.to_json().dump(2) + "\n");
+  nlohmann::json j = r.to_json();
+  if (block_pose.max_fit_frames > 0) {
+    block_pose.first_episode = first;
+    const policy::BlockPoseProbeResult p = policy::probe_block_pose(*model, *demos, block_pose);
+    std::cout << p.to_table() << std::endl;
+    j["block_pose"] = p.to_json();
+  }
+  if (!output.empty()) write_file_atomically(output, j.dump(2) + "\n");
   return r;
 }
 

@@ -3,15 +3,37 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
+
 #include "policy/observation_images.h"
 #include "util/errors.h"
 
 namespace sparsevit::policy {
 
-DiffusionPolicyActor::DiffusionPolicyActor(DiffusionPolicy& policy, uint64_t seed)
-    : policy_(policy), seed_(seed), generator_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
+namespace {
 
-void DiffusionPolicyActor::reset() { generator_ = at::make_generator<at::CPUGeneratorImpl>(seed_); }
+constexpr double kRadiansPerDegree = 3.14159265358979323846 / 180.0;
+// The block-pose noise's stream, apart from the sampling noise's.
+uint64_t noise_seed(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ULL; }
+
+}  // namespace
+
+DiffusionPolicyActor::DiffusionPolicyActor(DiffusionPolicy& policy, uint64_t seed, BlockPoseNoise noise)
+    : policy_(policy),
+      seed_(seed),
+      generator_(at::make_generator<at::CPUGeneratorImpl>(seed)),
+      noise_(noise),
+      noise_rng_(noise_seed(seed)) {
+  if (noise_.position < 0 || noise_.angle_deg < 0 || !std::isfinite(noise_.position) || !std::isfinite(noise_.angle_deg))
+    throw UsageError("block-pose noise must be finite and >= 0");
+  if (noise_.any() && policy_.config().observation != PolicyObservation::kLowdim)
+    throw UsageError("block-pose noise perturbs what a low-dim policy reads; an image policy reads the block from its image");
+}
+
+void DiffusionPolicyActor::reset() {
+  generator_ = at::make_generator<at::CPUGeneratorImpl>(seed_);
+  noise_rng_.seed(noise_seed(seed_));
+}
 
 std::vector<envs::Point2> DiffusionPolicyActor::act(const std::vector<envs::PushTObservation>& history,
                                                     const envs::PushTState&) {
@@ -27,9 +49,15 @@ std::vector<envs::Point2> DiffusionPolicyActor::act(const std::vector<envs::Push
   for (int64_t t = 0; t < to; ++t) {
     const envs::PushTObservation& o = first[t];
     if (policy_.has_encoder()) frames.insert(frames.end(), o.image.begin(), o.image.end());
+    double bx = o.block_x, by = o.block_y, ba = o.block_angle;
+    if (noise_.any()) {
+      std::normal_distribution<double> normal(0.0, 1.0);
+      bx += noise_.position * normal(noise_rng_);
+      by += noise_.position * normal(noise_rng_);
+      ba += noise_.angle_deg * kRadiansPerDegree * normal(noise_rng_);
+    }
     const float state[kPushTStateDim] = {static_cast<float>(o.agent_x), static_cast<float>(o.agent_y),
-                                         static_cast<float>(o.block_x), static_cast<float>(o.block_y),
-                                         static_cast<float>(o.block_angle)};
+                                         static_cast<float>(bx), static_cast<float>(by), static_cast<float>(ba)};
     lowdim_features(policy_.config().observation, state, pos + t * ld);
   }
   const int64_t s = policy_.image_size();

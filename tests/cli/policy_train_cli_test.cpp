@@ -86,6 +86,21 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   EXPECT_EQ(probe.at("first_episode"), 1);
   EXPECT_FALSE(probe.at("held_out").get<bool>());  // the run trained on every episode
   EXPECT_EQ(probe.at("readout"), "spatial_softmax");
+  // The block-pose probe fitted on episode 0 and probed episodes 1..2 (all of their frames).
+  ASSERT_TRUE(probe.contains("block_pose")) << p.describe();
+  EXPECT_GT(probe.at("block_pose").at("fit_frames").get<int64_t>(), 1);
+  EXPECT_GT(probe.at("block_pose").at("test_frames").get<int64_t>(), 0);
+  EXPECT_GT(probe.at("block_pose").at("baseline_position_rmse").get<double>(), 0.0);
+  EXPECT_NE(p.out.find("block pose from the encoder features"), std::string::npos) << p.describe();
+  const Result skipped = run("policy probe --resume " + quote(run_dir + "/checkpoint.pt") + " --data_path " +
+                             quote(demos) + " --first_episode 1 --batches 1 --batch_size 8 --threads 1"
+                             " --block_pose_frames 0 --output " + quote(probe_json));
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.describe();
+  EXPECT_FALSE(nlohmann::json::parse(slurp(probe_json)).contains("block_pose"));
+  // Block-pose noise is for low-dim policies: an image policy reads the block from its image.
+  const Result noisy = run("policy eval --resume " + quote(run_dir + "/checkpoint.pt") +
+                           " --episodes 1 --max_steps 4 --threads 1 --block_noise 5");
+  expect_usage_error(noisy, "low-dim");
 }
 
 // The low-dim baseline through the same pipeline, with a validation loss that picks the
@@ -122,6 +137,18 @@ TEST(CliPolicyTrain, LowdimPolicyValidatesEvaluatesItsBestEpochOnBothSeedSets) {
                        " --episodes 1 --max_steps 10 --threads 1");
   ASSERT_EQ(e.exit_code, 0) << e.describe();
   EXPECT_NE(e.out.find("do nothing"), std::string::npos) << e.describe();
+  // With error on the block pose it reads, recorded in the results.
+  const std::string noisy_json = (dir.path() / "noisy.json").string();
+  const Result noisy = run("policy eval --resume " + quote(run_dir + "/checkpoint-best.pt") +
+                           " --episodes 1 --max_steps 10 --threads 1 --block_noise 8 --block_noise_deg 3 --output " +
+                           quote(noisy_json));
+  ASSERT_EQ(noisy.exit_code, 0) << noisy.describe();
+  EXPECT_NE(noisy.out.find("block-pose noise"), std::string::npos) << noisy.describe();
+  const auto nj = nlohmann::json::parse(slurp(noisy_json));
+  EXPECT_DOUBLE_EQ(nj.at("block_noise").at("position").get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(nj.at("block_noise").at("angle_deg").get<double>(), 3.0);
+  expect_usage_error(run("policy eval --resume " + quote(run_dir + "/checkpoint-best.pt") + " --block_noise -1"),
+                     "block-noise");
 }
 
 TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {

@@ -209,5 +209,48 @@ TEST(DiffusionPolicy, OverfitsOneDemonstrationAndReplaysItInClosedLoop) {
   EXPECT_GT(r.max_coverage, 0.7) << "steps " << r.steps << " start " << start.coverage();
 }
 
+// `policy eval --block_noise`: the low-dim policy reads the block pose with Gaussian error, the
+// same error for the same episode seed, the exact pose without it; an image policy refuses it.
+TEST(DiffusionPolicyActor, BlockNoisePerturbsOnlyTheBlockPoseALowdimPolicyReads) {
+  at::manual_seed(0);
+  DiffusionPolicyConfig c = tiny_config();
+  c.observation = PolicyObservation::kLowdim;
+  c.encoder_model.clear();
+  DiffusionPolicy policy(c);
+  ASSERT_FALSE(policy.has_encoder());
+  policy.eval();
+  envs::PushTObservation o;
+  o.agent_x = 100;
+  o.agent_y = 200;
+  o.block_x = 256;
+  o.block_y = 300;
+  o.block_angle = 0.5;
+  const std::vector<envs::PushTObservation> history(static_cast<std::size_t>(c.obs_horizon), o);
+  const envs::PushTState state{};
+  auto act = [&](BlockPoseNoise noise, uint64_t seed) {
+    DiffusionPolicyActor actor(policy, seed, noise);
+    actor.reset();
+    return actor.act(history, state);
+  };
+  auto same = [](const std::vector<envs::Point2>& a, const std::vector<envs::Point2>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].x != b[i].x || a[i].y != b[i].y) return false;
+    return true;
+  };
+  const auto exact = act({}, 7);
+  EXPECT_TRUE(same(exact, act({}, 7)));
+  EXPECT_TRUE(same(exact, act({0.0, 0.0}, 7)));  // zero noise is the exact pose
+  const BlockPoseNoise noise{40.0, 20.0};
+  const auto noisy = act(noise, 7);
+  EXPECT_FALSE(same(exact, noisy));   // the policy reads a different pose
+  EXPECT_TRUE(same(noisy, act(noise, 7)));  // the same error for the same seed
+  EXPECT_FALSE(same(noisy, act(noise, 8)));
+  EXPECT_THROW(act({-1.0, 0.0}, 7), UsageError);
+  DiffusionPolicy image_policy(tiny_config());
+  EXPECT_THROW(DiffusionPolicyActor(image_policy, 7, noise), UsageError);
+  EXPECT_NO_THROW(DiffusionPolicyActor(image_policy, 7));
+}
+
 }  // namespace
 }  // namespace sparsevit::policy
