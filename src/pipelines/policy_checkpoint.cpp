@@ -1,5 +1,6 @@
 #include "pipelines/policy_checkpoint.h"
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "pipelines/checkpoint_model.h"
@@ -110,6 +111,21 @@ std::shared_ptr<policy::DiffusionPolicy> load_checkpoint_policy(const train::Loa
   }
   if (description) *description = *d;
   return model;
+}
+
+int64_t export_policy_weights(const std::string& checkpoint, const std::string& output) {
+  const train::LoadedCheckpoint ckpt(checkpoint);
+  const auto model = load_checkpoint_policy(ckpt);
+  train::CheckpointContents c;
+  c.model = model.get();
+  c.epoch = ckpt.epoch();
+  c.global_step = ckpt.global_step();
+  c.save_torch_rng = false;
+  c.metadata_json = ckpt.metadata_json();
+  train::save_checkpoint(output, c);
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(output, ec);
+  return ec ? -1 : static_cast<int64_t>(bytes);
 }
 
 }  // namespace sparsevit::pipelines

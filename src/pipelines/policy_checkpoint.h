@@ -36,4 +36,10 @@ std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint
 std::shared_ptr<policy::DiffusionPolicy> load_checkpoint_policy(const train::LoadedCheckpoint& checkpoint,
                                                                 PolicyDescription* description = nullptr);
 
+// `policy export`: the checkpoint's evaluated weights (the EMA's when it has one) as a checkpoint
+// of the model alone (no optimizer, EMA or generator state; the same metadata, epoch and step),
+// about a quarter of a training checkpoint's size, which `policy eval` and `policy probe` load as
+// they load the original and which evaluates identically. Written atomically; returns the bytes.
+int64_t export_policy_weights(const std::string& checkpoint, const std::string& output);
+
 }  // namespace sparsevit::pipelines

@@ -75,6 +75,18 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   EXPECT_TRUE(fs::exists(fs::path(video) / "episode_3.mp4"));
   EXPECT_TRUE(fs::exists(fs::path(video) / "episode_4.mp4"));
 
+  // policy export: the EMA weights alone, a smaller file that evaluates identically.
+  const std::string exported = (dir.path() / "exported.pt").string(), exported_eval = (dir.path() / "exported.json").string();
+  const Result x = run("policy export --resume " + quote(run_dir + "/checkpoint.pt") + " --output " + quote(exported));
+  ASSERT_EQ(x.exit_code, 0) << x.describe();
+  EXPECT_LT(fs::file_size(exported), fs::file_size(run_dir + "/checkpoint.pt") / 2);
+  const Result xe = run("policy eval --resume " + quote(exported) + " --episodes 2 --seed 3 --max_steps 12 --threads 1"
+                        " --output " + quote(exported_eval));
+  ASSERT_EQ(xe.exit_code, 0) << xe.describe();
+  const auto rx = nlohmann::json::parse(slurp(exported_eval));
+  EXPECT_EQ(rx.at("per_episode"), r.at("per_episode"));
+  expect_usage_error(run("policy export --resume " + quote(run_dir + "/checkpoint.pt")), "--output");
+
   // policy probe: the checkpoint's readout, episodes chosen by flag, JSON written.
   const std::string probe_json = (dir.path() / "probe.json").string();
   const Result p = run("policy probe --resume " + quote(run_dir + "/checkpoint.pt") + " --data_path " + quote(demos) +
