@@ -13,6 +13,7 @@ void register_policy_command(CLI::App& app) {
   add_policy_train_command(policy);
   add_policy_eval_command(policy);
   add_policy_probe_command(policy);
+  add_policy_pose_fit_command(policy);
   add_policy_export_command(policy);
   add_policy_report_command(policy);
 #endif

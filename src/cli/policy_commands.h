@@ -18,6 +18,8 @@ void add_policy_train_command(CLI::App* policy);
 void add_policy_eval_command(CLI::App* policy);
 // `policy probe`: does a checkpoint's policy use its image (policy_probe_command.cpp).
 void add_policy_probe_command(CLI::App* policy);
+// `policy pose-fit`: how precisely an encoder can locate the block (policy_pose_fit_command.cpp).
+void add_policy_pose_fit_command(CLI::App* policy);
 // `policy export`: a checkpoint's evaluated weights alone (policy_export_command.cpp).
 void add_policy_export_command(CLI::App* policy);
 // `policy report`: the experiment's table over training seeds (policy_report_command.cpp).

@@ -18,7 +18,21 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// Up to `limit` steps of [begin, end), evenly spaced (every step when there are fewer).
+// frame_features over many steps, 64 windows of frames at a time -> [steps, feature_dim] double.
+at::Tensor features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
+                               const std::vector<int64_t>& steps) {
+  const std::size_t chunk = static_cast<std::size_t>(64 * policy.config().obs_horizon);
+  std::vector<at::Tensor> out;
+  for (std::size_t i = 0; i < steps.size(); i += chunk) {
+    const std::vector<int64_t> part(steps.begin() + static_cast<std::ptrdiff_t>(i),
+                                    steps.begin() + static_cast<std::ptrdiff_t>(std::min(steps.size(), i + chunk)));
+    out.push_back(frame_features(policy, demos, part).to(at::kDouble));
+  }
+  return at::cat(out);
+}
+
+}  // namespace
+
 std::vector<int64_t> spaced_steps(int64_t begin, int64_t end, int64_t limit) {
   std::vector<int64_t> steps;
   const int64_t n = end - begin;
@@ -28,32 +42,10 @@ std::vector<int64_t> spaced_steps(int64_t begin, int64_t end, int64_t limit) {
   return steps;
 }
 
-// The frames at `steps` through the policy's readout -> [steps, feature_dim] double, and the
-// block pose of each step -> [steps, 4] (x, y, cos, sin).
-void features_and_poses(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps,
-                        at::Tensor* features, at::Tensor* poses) {
-  const int64_t to = policy.config().obs_horizon, s = policy.image_size(), bytes = demos.image_bytes();
-  constexpr int64_t kWindowsPerBatch = 64;
-  std::vector<at::Tensor> out;
-  std::vector<uint8_t> frames;
+at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps) {
   const int64_t n = static_cast<int64_t>(steps.size());
-  // Frames go through in groups of obs_horizon (the readout's input shape); the last group is
-  // padded with its last frame and the padding dropped.
-  for (int64_t i = 0; i < n; i += kWindowsPerBatch * to) {
-    const int64_t count = std::min(n - i, kWindowsPerBatch * to), padded = (count + to - 1) / to * to;
-    frames.clear();
-    for (int64_t j = 0; j < padded; ++j) {
-      const int64_t step = steps[static_cast<std::size_t>(i + std::min(j, count - 1))];
-      const uint8_t* frame = demos.images.data() + step * bytes;
-      frames.insert(frames.end(), frame, frame + bytes);
-    }
-    const at::Tensor images =
-        observation_images(frames.data(), padded, demos.image_height, demos.image_width, s).view({padded / to, to, 3, s, s});
-    out.push_back(policy.observation_features(images).reshape({padded, -1}).narrow(0, 0, count).to(at::kDouble));
-  }
-  *features = at::cat(out);
-  *poses = at::empty({n, 4}, at::kDouble);
-  auto p = poses->accessor<double, 2>();
+  at::Tensor poses = at::empty({n, 4}, at::kDouble);
+  auto p = poses.accessor<double, 2>();
   for (int64_t i = 0; i < n; ++i) {
     const float* st = demos.state.data() + steps[static_cast<std::size_t>(i)] * demos.state_dim;
     p[i][0] = st[2];
@@ -61,9 +53,24 @@ void features_and_poses(DiffusionPolicy& policy, const episodes::EpisodeSet& dem
     p[i][2] = std::cos(st[4]);
     p[i][3] = std::sin(st[4]);
   }
+  return poses;
 }
 
-}  // namespace
+at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps) {
+  const int64_t to = policy.config().obs_horizon, s = policy.image_size(), bytes = demos.image_bytes();
+  const int64_t n = static_cast<int64_t>(steps.size());
+  if (n == 0) throw UsageError("frame_features: no frame");
+  const int64_t padded = (n + to - 1) / to * to;
+  std::vector<uint8_t> frames;
+  frames.reserve(static_cast<std::size_t>(padded * bytes));
+  for (int64_t j = 0; j < padded; ++j) {
+    const uint8_t* frame = demos.images.data() + steps[static_cast<std::size_t>(std::min(j, n - 1))] * bytes;
+    frames.insert(frames.end(), frame, frame + bytes);
+  }
+  const at::Tensor images =
+      observation_images(frames.data(), padded, demos.image_height, demos.image_width, s).view({padded / to, to, 3, s, s});
+  return policy.observation_features(images).reshape({padded, -1}).narrow(0, 0, n);
+}
 
 RidgeFit ridge_fit(const at::Tensor& x_in, const at::Tensor& y_in, double lambda) {
   if (x_in.dim() != 2 || y_in.dim() != 2 || x_in.size(0) != y_in.size(0) || x_in.size(0) < 2)
@@ -141,9 +148,8 @@ BlockPoseProbeResult probe_block_pose(DiffusionPolicy& policy, const episodes::E
                      std::to_string(test_steps.size()) + " to probe)");
   EvalModeScope eval_mode(policy);
   at::NoGradGuard no_grad;
-  at::Tensor fit_x, fit_y, test_x, test_y;
-  features_and_poses(policy, demos, fit_steps, &fit_x, &fit_y);
-  features_and_poses(policy, demos, test_steps, &test_x, &test_y);
+  const at::Tensor fit_x = features_in_batches(policy, demos, fit_steps), fit_y = block_poses(demos, fit_steps);
+  const at::Tensor test_x = features_in_batches(policy, demos, test_steps), test_y = block_poses(demos, test_steps);
   BlockPoseProbeResult r;
   r.fit_frames = fit_x.size(0);
   r.test_frames = test_x.size(0);

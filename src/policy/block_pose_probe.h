@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -49,6 +50,17 @@ at::Tensor ridge_predict(const RidgeFit& fit, const at::Tensor& x);
 // The pose errors of `predicted` against `truth`, both [n, 4] (x, y, cos, sin) in double:
 // position RMSE and the median absolute angle error in degrees (angles from atan2).
 void pose_errors(const at::Tensor& predicted, const at::Tensor& truth, double* position_rmse, double* angle_median_deg);
+
+// Up to `limit` steps of [begin, end), evenly spaced (every step when there are fewer).
+std::vector<int64_t> spaced_steps(int64_t begin, int64_t end, int64_t limit);
+
+// The block pose of each of `steps` -> [steps, 4] double (x, y, cos θ, sin θ), from PushT states.
+at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps);
+
+// The frames at `steps` through the policy's readout -> [steps, feature_dim] (the policy's
+// dtype, with gradients when enabled). Frames go through in groups of obs_horizon (the readout's
+// input shape); the last group is padded with its last frame and the padding dropped.
+at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps);
 
 // Runs the probe with `policy` in eval mode (restored after), without gradients. UsageError for
 // a low-dim policy, or when the split leaves no frame on either side.

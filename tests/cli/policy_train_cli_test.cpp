@@ -109,6 +109,29 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
                              " --block_pose_frames 0 --output " + quote(probe_json));
   ASSERT_EQ(skipped.exit_code, 0) << skipped.describe();
   EXPECT_FALSE(nlohmann::json::parse(slurp(probe_json)).contains("block_pose"));
+  // policy pose-fit: a fresh encoder (the policy flags) and the checkpoint's, episode 2 held out.
+  const std::string fit_json = (dir.path() / "pose_fit.json").string();
+  const Result fit = run("policy pose-fit --data_path " + quote(demos) +
+                         " --model vit_nano_patch8_48 --input_size 16 --patch_size 8 --max_train_samples 2 --steps 3"
+                         " --batch_size 8 --threads 1 --attn_cfg configs/attention/vit_dense.yaml --output " +
+                         quote(fit_json));
+  ASSERT_EQ(fit.exit_code, 0) << fit.describe();
+  EXPECT_NE(fit.out.find("block pose fitted through the encoder (3 steps"), std::string::npos) << fit.describe();
+  EXPECT_NE(fit.err.find("pose-fit [3/3]"), std::string::npos) << fit.describe();
+  const auto fitted = nlohmann::json::parse(slurp(fit_json));
+  EXPECT_EQ(fitted.at("steps"), 3);
+  EXPECT_EQ(fitted.at("first_episode"), 2);
+  EXPECT_EQ(fitted.at("image_size"), 16);
+  EXPECT_GT(fitted.at("test_frames").get<int64_t>(), 0);
+  const Result refit = run("policy pose-fit --data_path " + quote(demos) + " --resume " +
+                           quote(run_dir + "/checkpoint.pt") + " --steps 2 --batch_size 8 --threads 1");
+  ASSERT_EQ(refit.exit_code, 0) << refit.describe();
+  EXPECT_NE(refit.err.find("checkpoint.pt"), std::string::npos) << refit.describe();
+  expect_usage_error(run("policy pose-fit --data_path " + quote(demos) + " --steps 0"), "--steps");
+  expect_usage_error(run("policy pose-fit --data_path " + quote((dir.path() / "nope.episodes").string()) +
+                         " --steps 1 --threads 1"),
+                     "nope.episodes");
+
   // Block-pose noise is for low-dim policies: an image policy reads the block from its image.
   const Result noisy = run("policy eval --resume " + quote(run_dir + "/checkpoint.pt") +
                            " --episodes 1 --max_steps 4 --threads 1 --block_noise 5");
