@@ -131,6 +131,7 @@ PolicyModelDescription read_policy(const nlohmann::json& m) {
   d.obs_type = m.value("obs_type", std::string("image"));
   d.num_kp = m.value("num_kp", int64_t{32});
   d.obs_shift = m.value("obs_shift", int64_t{0});
+  d.pose_weight = m.value("pose_weight", 0.0);
   return d;
 }
 
@@ -152,6 +153,7 @@ nlohmann::json policy_json(const PolicyModelDescription& d) {
   j["obs_type"] = d.obs_type;
   j["num_kp"] = d.num_kp;
   j["obs_shift"] = d.obs_shift;
+  j["pose_weight"] = d.pose_weight;
   return j;
 }
 

@@ -75,6 +75,7 @@ struct PolicyModelDescription {
   std::string obs_readout = "cls";  // | spatial_softmax | attention_pool | flatten (older checkpoints: cls)
   int64_t num_kp = 32;              // spatial_softmax keypoints
   int64_t obs_shift = 0;            // training-time random shift in pixels (older checkpoints: none)
+  double pose_weight = 0;           // auxiliary block-pose loss weight (older checkpoints: none)
 };
 
 // One checkpoint's description: exactly one member is set.

@@ -30,6 +30,7 @@ policy::DiffusionPolicyConfig policy_config(const TrainConfig& c, const config::
   p.step_embed_dim = c.step_embed_dim;
   p.inference_steps = c.inference_steps;
   p.crossway_weight = c.crossway_weight;
+  p.pose_weight = c.pose_weight;
   p.crossway_input = c.crossway_input == "obs" ? policy::CrosswayInput::kObsFeatures : policy::CrosswayInput::kUnetMid;
   p.readout.kind = policy::parse_observation_readout(c.obs_readout);
   p.readout.num_kp = c.num_kp;
@@ -58,6 +59,7 @@ PolicyDescription policy_description(const TrainConfig& c, int64_t observation_i
   m.step_embed_dim = p.step_embed_dim;
   m.inference_steps = p.inference_steps;
   m.crossway_weight = p.crossway_weight;
+  m.pose_weight = p.pose_weight;
   m.crossway_input = p.crossway_input == policy::CrosswayInput::kObsFeatures ? "obs" : "mid";
   m.observation_image_size = observation_image_size;
   m.obs_readout = c.obs_readout;
@@ -89,6 +91,7 @@ std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint
   c.step_embed_dim = m.step_embed_dim;
   c.inference_steps = m.inference_steps;
   c.crossway_weight = m.crossway_weight;
+  c.pose_weight = m.pose_weight;
   c.crossway_input = m.crossway_input;
   c.obs_readout = m.obs_readout;
   c.num_kp = m.num_kp;

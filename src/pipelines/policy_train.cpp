@@ -37,28 +37,28 @@ class PolicyTask : public train::TrainTask {
   at::Tensor loss(const data::Batch& batch, std::mt19937_64&) override {
     // The default generator: checkpoints save its state, so a resumed run draws the same noise.
     at::Generator gen = at::detail::getDefaultCPUGenerator();
-    const policy::PolicyLoss l =
-        policy_.compute_loss(batch.images, batch.extras.at("agent_pos"), batch.extras.at("action"), gen);
-    if (l.reconstruction.defined()) {
-      reconstruction_sum_ += l.reconstruction.item<double>();
-      ++batches_;
-    }
+    const auto pose = batch.extras.find("block_pose");
+    const policy::PolicyLoss l = policy_.compute_loss(batch.images, batch.extras.at("agent_pos"), batch.extras.at("action"),
+                                                      gen, pose == batch.extras.end() ? at::Tensor() : pose->second);
+    if (l.reconstruction.defined()) reconstruction_sum_ += l.reconstruction.item<double>();
+    if (l.pose.defined()) pose_sum_ += l.pose.item<double>();
+    ++batches_;
     return l.total;
   }
   double attention_gflops_now() const override {
     return policy_.encoder_attention_gflops() * static_cast<double>(policy_.config().obs_horizon);
   }
-  // Crossway's weighted loss averaged since the last call (0 without Crossway).
-  double take_reconstruction_mean() {
-    const double mean = batches_ ? reconstruction_sum_ / batches_ : 0.0;
-    reconstruction_sum_ = 0;
+  // Crossway's and the block-pose head's weighted losses averaged since the last call (0 when off).
+  void take_auxiliary_means(double* reconstruction, double* pose) {
+    *reconstruction = batches_ ? reconstruction_sum_ / static_cast<double>(batches_) : 0.0;
+    *pose = batches_ ? pose_sum_ / static_cast<double>(batches_) : 0.0;
+    reconstruction_sum_ = pose_sum_ = 0;
     batches_ = 0;
-    return mean;
   }
 
  private:
   policy::DiffusionPolicy& policy_;
-  double reconstruction_sum_ = 0;
+  double reconstruction_sum_ = 0, pose_sum_ = 0;
   int64_t batches_ = 0;
 };
 
@@ -166,6 +166,7 @@ nlohmann::json PolicyTrainSummary::to_json() const {
                       {"seconds", seconds},
                       {"world_size", world_size},
                       {"checkpoint", checkpoint}};
+  if (pose_loss > 0) j["pose_loss"] = pose_loss;
   if (validated) {
     j["best_val_loss"] = best_val_loss;
     j["best_epoch"] = best_epoch;
@@ -279,12 +280,13 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   train::EpochHooks hooks;
   hooks.throughput_key = "train_samples_per_second";
   hooks.report = [&](int64_t, const train::EpochStats& stats) {
-    summary.reconstruction_loss = task.take_reconstruction_mean();
+    task.take_auxiliary_means(&summary.reconstruction_loss, &summary.pose_loss);
     train::EpochReport r{
         {{"reconstruction_loss", summary.reconstruction_loss}},
-        fmt::format("loss {:.4f}{}  lr {:.3g}", stats.loss,
+        fmt::format("loss {:.4f}{}{}  lr {:.3g}", stats.loss,
                     c.crossway_weight > 0 ? fmt::format(" (reconstruction {:.4f})", summary.reconstruction_loss) : "",
-                    stats.lr)};
+                    c.pose_weight > 0 ? fmt::format(" (block pose {:.4f})", summary.pose_loss) : "", stats.lr)};
+    if (c.pose_weight > 0) r.fields["pose_loss"] = summary.pose_loss;
     if (validation) {
       std::optional<train::EmaWeightsScope> ema_weights;
       if (state.ema()) ema_weights.emplace(*state.ema(), *model);

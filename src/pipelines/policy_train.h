@@ -21,6 +21,7 @@ namespace sparsevit::pipelines {
 struct PolicyTrainSummary {
   double train_loss = 0, first_epoch_loss = 0;  // mean total loss of the last / first epoch run
   double reconstruction_loss = 0;               // Crossway's part of the last epoch (0: off)
+  double pose_loss = 0;                         // the block-pose head's weighted part of the last epoch (0: off)
   int64_t params = 0, epochs_run = 0, windows = 0, episodes = 0;
   double encoder_attention_gflops = 0;          // per observation image
   double pruning_ratio = 0;                     // of the encoder's attention

@@ -51,6 +51,7 @@ struct TrainConfig {
   int64_t step_embed_dim = 128;     // diffusion step embedding
   int64_t inference_steps = 100;    // 100: DDPM over every step (DP); fewer: DDIM
   double crossway_weight = 0;       // Crossway Diffusion's reconstruction loss weight (0: plain DP)
+  double pose_weight = 0;           // auxiliary block-pose regression from the readout (0: off)
   std::string crossway_input = "mid";  // mid: the U-Net's mid features (the paper) | obs: the observation features
   std::string obs_type = "image";   // image: ViT encoder + agent position | lowdim: agent position + block pose, no encoder
   std::string obs_readout = "spatial_softmax";  // the encoder's readout (policy/observation_readout.h) | cls | ...
@@ -208,6 +209,9 @@ void for_each_field(Config& c, Visitor&& visit) {
                                                           "training step (Diffusion Policy), fewer run DDIM").only(kPolicy));
   visit(c.crossway_weight, non_negative("crossway_weight", "Crossway Diffusion's image reconstruction loss weight (0: "
                                                           "the plain diffusion policy; the paper: 0.1)").only(kPolicy));
+  visit(c.pose_weight, non_negative("pose_weight", "auxiliary loss weight of a linear head regressing each frame's block "
+                                                   "pose from its readout, supervised by the demonstrations' states "
+                                                   "(0: off; evaluation does not use it)").only(kPolicy));
   visit(c.crossway_input, one_of("crossway_input", "what Crossway decodes: mid (the U-Net's mid features, the paper) | "
                                                    "obs (the observation features, the released configs)",
                                  {"mid", "obs"}).only(kPolicy));

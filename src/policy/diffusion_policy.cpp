@@ -37,6 +37,9 @@ void check_config(const DiffusionPolicyConfig& c) {
   if (c.inference_steps < 1 || c.inference_steps > c.noise.num_train_timesteps)
     throw UsageError("inference_steps must be in [1, " + std::to_string(c.noise.num_train_timesteps) + "]");
   if (c.crossway_weight < 0) throw UsageError("crossway_weight must be >= 0");
+  if (c.pose_weight < 0) throw UsageError("pose_weight must be >= 0");
+  if (c.pose_weight > 0 && c.observation != PolicyObservation::kImage)
+    throw UsageError("the block-pose loss trains an image encoder: a low-dim policy reads the pose itself (--pose_weight 0)");
   if (c.obs_shift < 0) throw UsageError("obs_shift must be >= 0");
   if (c.readout.kind != ObservationReadout::kClassToken && c.encoder.global_pool)
     throw UsageError("--global_pool is a class-token readout option; --obs_readout " +
@@ -106,6 +109,7 @@ DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
                        std::to_string(unet_->mid_horizon(config_.pred_horizon)));
     decoder_ = register_module("decoder", std::make_shared<CrosswayDecoder>(d));
   }
+  if (config_.pose_weight > 0) pose_head_ = register_module("pose_head", torch::nn::Linear(feature_dim(), 4));
   ddim_.set_timesteps(config_.inference_steps);
   auto ones = [](int64_t n) { return at::ones({n}, at::kFloat); };
   auto zeros = [](int64_t n) { return at::zeros({n}, at::kFloat); };
@@ -182,7 +186,8 @@ at::Tensor DiffusionPolicy::observation_features(const at::Tensor& images) {
 }
 
 at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,
-                                             at::Tensor* encoder_images, at::Generator* shift_generator) {
+                                             at::Tensor* encoder_images, at::Generator* shift_generator,
+                                             at::Tensor* features_out) {
   const int64_t b = agent_pos.dim() == 3 ? agent_pos.size(0) : -1, to = config_.obs_horizon;
   if (agent_pos.dim() != 3 || agent_pos.size(1) < to || agent_pos.size(2) != lowdim_dim() ||
       (encoder_ && images.defined() && images.size(0) != b))
@@ -194,26 +199,41 @@ at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at:
   const at::Tensor x = encoder_input(images, shift_generator);
   if (encoder_images) *encoder_images = x;
   const at::Tensor features = encode(x);
+  if (features_out) *features_out = features;
   return at::cat({features.reshape({b, to, -1}), pos.to(features.scalar_type())}, -1).reshape({b, -1});
 }
 
+at::Tensor DiffusionPolicy::pose_loss(const at::Tensor& features, const at::Tensor& block_pose) {
+  const int64_t b = features.size(0) / config_.obs_horizon, to = config_.obs_horizon;
+  if (!block_pose.defined() || block_pose.dim() != 3 || block_pose.size(0) != b || block_pose.size(1) < to ||
+      block_pose.size(2) != 4)
+    throw UsageError("a policy with pose_weight needs block_pose [B, >= " + std::to_string(to) +
+                     ", 4] (x, y, cos, sin), got " + (block_pose.defined() ? c10::str(block_pose.sizes()) : "none"));
+  const at::Tensor pose = block_pose.narrow(1, 0, to).to(features.scalar_type());
+  // Positions in the agent position's normalised units: the same workspace, so one scale.
+  const at::Tensor target = at::cat({agent_pos_normalizer().normalize(pose.narrow(2, 0, 2)), pose.narrow(2, 2, 2)}, 2);
+  return config_.pose_weight * at::mse_loss(pose_head_->forward(features), target.reshape({b * to, 4}));
+}
+
 PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Tensor& agent_pos,
-                                         const at::Tensor& actions, at::Generator& generator) {
+                                         const at::Tensor& actions, at::Generator& generator,
+                                         const at::Tensor& block_pose) {
   if (actions.dim() != 3 || actions.size(1) != config_.pred_horizon || actions.size(2) != config_.action_dim)
     throw UsageError("policy actions must be [B, " + std::to_string(config_.pred_horizon) + ", " +
                      std::to_string(config_.action_dim) + "], got " + c10::str(actions.sizes()));
-  at::Tensor encoder_images;
+  at::Tensor encoder_images, features;
   // The random shift only while training (DP crops at random in training, at the centre in eval).
-  const at::Tensor cond =
-      global_condition(images, agent_pos, decoder_ ? &encoder_images : nullptr, is_training() ? &generator : nullptr);
+  const at::Tensor cond = global_condition(images, agent_pos, decoder_ ? &encoder_images : nullptr,
+                                           is_training() ? &generator : nullptr, pose_head_ ? &features : nullptr);
   const at::Tensor trajectory = action_normalizer().normalize(actions.to(at::kFloat));
   const at::Tensor noise = at::randn(trajectory.sizes(), generator, trajectory.options());
   const at::Tensor timesteps = ddpm_.random_timesteps(trajectory.size(0), generator);
   const at::Tensor noisy = ddpm_.add_noise(trajectory, noise, timesteps);
   PolicyLoss loss;
+  if (pose_head_) loss.pose = pose_loss(features, block_pose);
   if (!decoder_) {
     loss.diffusion = at::mse_loss(unet_->forward(noisy, timesteps, cond), noise);
-    loss.total = loss.diffusion;
+    loss.total = loss.pose.defined() ? loss.diffusion + loss.pose : loss.diffusion;
     return loss;
   }
   const UnetOutput out = unet_->forward_with_mid(noisy, timesteps, cond);
@@ -225,6 +245,7 @@ PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Ten
     target = at::adaptive_avg_pool2d(target, {reconstruction.size(-2), reconstruction.size(-1)});
   loss.reconstruction = decoder_->loss(reconstruction, target);  // weighted by crossway_weight
   loss.total = loss.diffusion + loss.reconstruction;
+  if (loss.pose.defined()) loss.total = loss.total + loss.pose;
   return loss;
 }
 

@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,12 @@ struct DiffusionPolicyConfig {
   int64_t inference_steps = 100;           // DDPM over every step (DP) when equal to noise steps, else DDIM
   double crossway_weight = 0.0;            // 0: the plain diffusion policy; Crossway's configs use 0.1
   CrosswayInput crossway_input = CrosswayInput::kUnetMid;  // the paper's variant (C)
+  // Auxiliary block-pose loss (issue #32): a linear head (`pose_head`) on each frame's readout
+  // feature regresses that frame's block pose (x, y normalised as the agent position is, cos θ,
+  // sin θ), weighted into the loss; the demonstrations' states supervise it, acting never reads
+  // it. 0: off (the plain policy). policy/block_pose_fit.h measured why: trained for it, the
+  // encoder locates the block ~3x more precisely than the diffusion loss alone makes it.
+  double pose_weight = 0.0;
   // What the U-Net sees of each frame (observation_readout.h). The struct's defaults build the
   // original network (class token, no shift); `policy train`'s defaults are in policy_defaults().
   ObservationReadoutOptions readout;
@@ -61,6 +68,7 @@ struct PolicyNormalizers {
 
 struct PolicyLoss {
   at::Tensor total, diffusion, reconstruction;  // reconstruction: undefined without Crossway
+  at::Tensor pose;                              // weighted block-pose loss: undefined without pose_weight
 };
 
 class DiffusionPolicy : public torch::nn::Module {
@@ -72,10 +80,11 @@ class DiffusionPolicy : public torch::nn::Module {
   bool has_normalizers() const;
 
   // DP's compute_loss: epsilon-prediction MSE at uniform random timesteps (+ Crossway's weighted
-  // image reconstruction). images [B, To, 3, S, S] in [0, 1], agent_pos [B, To, 2], actions
-  // [B, pred_horizon, action_dim] in workspace units.
+  // image reconstruction, + the weighted block-pose loss). images [B, To, 3, S, S] in [0, 1],
+  // agent_pos [B, To, 2], actions [B, pred_horizon, action_dim] in workspace units; block_pose
+  // [B, >= To, 4] (x, y in workspace units, cos θ, sin θ), needed only with pose_weight.
   PolicyLoss compute_loss(const at::Tensor& images, const at::Tensor& agent_pos, const at::Tensor& actions,
-                          at::Generator& generator);
+                          at::Generator& generator, const at::Tensor& block_pose = {});
   // DP's predict_action: sampling from Gaussian noise with the configured scheduler ->
   // actions to execute [B, action_horizon, action_dim] in workspace units.
   at::Tensor predict_action(const at::Tensor& images, const at::Tensor& agent_pos, at::Generator& generator);
@@ -99,9 +108,12 @@ class DiffusionPolicy : public torch::nn::Module {
  private:
   // [B, To, ...] observations -> global_cond [B, To * (D + lowdim)] (and the encoder's view of
   // the images, [B * To, 3, S, S] in [-1, 1], Crossway's reconstruction target).
-  // `shift_generator`: draws the training shift (null: no shift).
+  // `shift_generator`: draws the training shift (null: no shift); `features`: the readout's
+  // [B * To, D] when set.
   at::Tensor global_condition(const at::Tensor& images, const at::Tensor& agent_pos, at::Tensor* encoder_images,
-                              at::Generator* shift_generator = nullptr);
+                              at::Generator* shift_generator = nullptr, at::Tensor* features = nullptr);
+  // pose_weight * MSE of pose_head(features [B * To, D]) against block_pose [B, >= To, 4].
+  at::Tensor pose_loss(const at::Tensor& features, const at::Tensor& block_pose);
   // [B, To, 3, S, S] in [0, 1] -> the encoder's input [B * To, 3, S, S] in [-1, 1] (shifted
   // when a generator is given and obs_shift > 0), checked against the encoder's size.
   at::Tensor encoder_input(const at::Tensor& images, at::Generator* shift_generator);
@@ -114,6 +126,7 @@ class DiffusionPolicy : public torch::nn::Module {
   std::shared_ptr<ConditionalUnet1D> unet_;
   std::shared_ptr<PatchReadout> readout_;     // null: the class token (or --global_pool's mean)
   std::shared_ptr<CrosswayDecoder> decoder_;  // null without Crossway
+  torch::nn::Linear pose_head_{nullptr};      // null without pose_weight
   DDPMScheduler ddpm_;
   DDIMScheduler ddim_;
   // Normaliser buffers (scale, offset) so that a checkpoint restores them with the weights.

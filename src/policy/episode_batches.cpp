@@ -67,6 +67,10 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   const int64_t ld = lowdim_dim(options_.observation);
   std::vector<uint8_t> images(image ? static_cast<std::size_t>(b * to * frame) : 0);
   at::Tensor agent_pos = at::empty({b, to, ld}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
+  // The block pose beside an image policy's observations (its auxiliary loss's target).
+  const bool with_pose = image && sd >= kPushTStateDim;
+  at::Tensor block_pose = with_pose ? at::empty({b, to, 4}, at::kFloat) : at::Tensor();
+  float pose_row[6];
   float* pos = agent_pos.data_ptr<float>();
   float* act = actions.data_ptr<float>();
   batch.indices.clear();
@@ -75,8 +79,13 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
     batch.indices.push_back(w);
     // Only the first obs_horizon images of the window (DP's key_first_k): the rest are not seen.
     sampler_.sample(w, state.data(), action.data(), image ? images.data() + i * to * frame : nullptr, image ? to : 0);
-    for (int64_t t = 0; t < to; ++t)
+    for (int64_t t = 0; t < to; ++t) {
       lowdim_features(options_.observation, state.data() + t * sd, pos + (i * to + t) * ld);
+      if (with_pose) {
+        lowdim_features(PolicyObservation::kLowdim, state.data() + t * sd, pose_row);  // agent x, y, then the block's 4
+        std::copy(pose_row + 2, pose_row + 6, block_pose.data_ptr<float>() + (i * to + t) * 4);
+      }
+    }
     std::copy(action.begin(), action.end(), act + i * tp * ad);
   }
   if (image) {
@@ -88,6 +97,7 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   }
   batch.labels = at::zeros({b}, at::kLong);
   batch.extras = {{"agent_pos", agent_pos}, {"action", actions}};
+  if (with_pose) batch.extras["block_pose"] = block_pose;
   return true;
 }
 

@@ -29,6 +29,7 @@ struct EpisodeBatchOptions {
 
 // Batch::images [B, To, 3, S, S] float in [0, 1]; extras "agent_pos" [B, To, 2] (state columns 0
 // and 1; for a low-dim policy [B, To, 6], lowdim_observation.h) and "action" [B, pred_horizon, action_dim]; labels zeros [B]; indices the window indices.
+// Image policies on PushT states also get "block_pose" [B, To, 4] (x, y, cos θ, sin θ).
 class EpisodeBatchSource : public data::BatchSource {
  public:
   // `episode_mask` selects episodes (empty: all). UsageError when the set has no image (image

@@ -138,6 +138,32 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   expect_usage_error(noisy, "low-dim");
 }
 
+// --pose_weight: the block-pose head trains beside the diffusion loss, is logged, travels in the
+// checkpoint (policy eval rebuilds it) and is refused for a low-dim policy.
+TEST(CliPolicyTrain, PoseWeightTrainsAHeadThatTheCheckpointCarries) {
+  if (!has_policy_train()) GTEST_SKIP() << "sparsevit built without the policy";
+  TempDir dir;
+  const std::string demos = (dir.path() / "demos.episodes").string(), run_dir = (dir.path() / "run").string();
+  ASSERT_EQ(run("policy collect --episodes 2 --image_size 16 --output " + quote(demos)).exit_code, 0);
+  const Result train = run("policy train --data_path " + quote(demos) + kTinyPolicy +
+                           " --epochs 1 --eval_episodes 0 --probe_batches 0 --pose_weight 0.5 --output_dir " +
+                           quote(run_dir) + " --attn-cfg configs/attention/vit_dense.yaml");
+  ASSERT_EQ(train.exit_code, 0) << train.describe();
+  EXPECT_NE(train.out.find("(block pose "), std::string::npos) << train.describe();
+  const auto summary = nlohmann::json::parse(train.out.substr(train.out.rfind("\n{") + 1));
+  EXPECT_GT(summary.at("pose_loss").get<double>(), 0.0);
+  std::ifstream metrics(run_dir + "/metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(metrics, line));
+  EXPECT_GT(nlohmann::json::parse(line).at("pose_loss").get<double>(), 0.0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(run_dir + "/config.json")).at("pose_weight").get<double>(), 0.5);
+  const Result e = run("policy eval --resume " + quote(run_dir + "/checkpoint.pt") + " --episodes 1 --max_steps 4 --threads 1");
+  ASSERT_EQ(e.exit_code, 0) << e.describe();
+  expect_usage_error(run("policy train --obs_type lowdim --data_path " + quote(demos) +
+                         " --down_dims 16,32 --epochs 1 --pose_weight 1 --output_dir " + quote(run_dir + "2")),
+                     "pose_weight");
+}
+
 // The low-dim baseline through the same pipeline, with a validation loss that picks the
 // evaluated checkpoint and an evaluation on training seeds beside the held-out ones.
 TEST(CliPolicyTrain, LowdimPolicyValidatesEvaluatesItsBestEpochOnBothSeedSets) {

@@ -97,6 +97,72 @@ TEST(DiffusionPolicy, CrosswayAddsAWeightedReconstructionThatTrainsTheDecoder) {
   for (const auto& p : DiffusionPolicy(tiny_config()).named_parameters()) EXPECT_NE(p.key().rfind("decoder.", 0), 0u);
 }
 
+// The auxiliary block-pose loss, recomputed by hand: pose_weight * MSE of the head's linear map of
+// each frame's readout feature against that frame's pose, x and y normalised by the agent
+// position's fitted limits (DP's limits mode: 2 (v - min) / (max - min) - 1), cos and sin as given.
+TEST(DiffusionPolicy, PoseLossIsTheWeightedHeadMseAndTrainsTheEncoder) {
+  at::manual_seed(0);
+  DiffusionPolicyConfig config = tiny_config();
+  config.readout.kind = ObservationReadout::kSpatialSoftmax;
+  config.pose_weight = 0.5;
+  DiffusionPolicy policy(config);
+  const int64_t b = 3, to = 2;
+  const at::Tensor images = at::rand({b, to, 3, 16, 16}), agent_pos = at::rand({b, to, 2}) * 400 + 50;
+  const at::Tensor actions = at::rand({b, 8, 2}) * 400 + 50;
+  const at::Tensor angle = at::rand({b, to + 1, 1}) * 6 - 3;
+  const at::Tensor block_pose = at::cat({at::rand({b, to + 1, 2}) * 500, angle.cos(), angle.sin()}, 2);
+  policy.set_normalizers(normalizers_for(actions, agent_pos));
+  policy.eval();  // no random shift: observation_features sees what the loss sees
+  at::Generator gen = generator(5);
+  const PolicyLoss loss = policy.compute_loss(images, agent_pos, actions, gen, block_pose);
+  ASSERT_TRUE(loss.pose.defined());
+  at::Tensor w, bias;
+  for (const auto& p : policy.named_parameters()) {
+    if (p.key() == "pose_head.weight") w = p.value();
+    if (p.key() == "pose_head.bias") bias = p.value();
+  }
+  ASSERT_TRUE(w.defined() && bias.defined());
+  at::NoGradGuard no_grad;
+  const at::Tensor features = policy.observation_features(images).reshape({b * to, -1}).to(at::kDouble);
+  const at::Tensor predicted = features.mm(w.to(at::kDouble).t()) + bias.to(at::kDouble);
+  const at::Tensor lo = std::get<0>(agent_pos.reshape({-1, 2}).min(0)).to(at::kDouble),
+                   hi = std::get<0>(agent_pos.reshape({-1, 2}).max(0)).to(at::kDouble);
+  const at::Tensor pose = block_pose.narrow(1, 0, to).reshape({b * to, 4}).to(at::kDouble);
+  const at::Tensor target = at::cat({2 * (pose.narrow(1, 0, 2) - lo) / (hi - lo) - 1, pose.narrow(1, 2, 2)}, 1);
+  EXPECT_NEAR(loss.pose.item<double>(), 0.5 * (predicted - target).pow(2).mean().item<double>(), 1e-5);
+  EXPECT_NEAR(loss.total.item<double>(), loss.diffusion.item<double>() + loss.pose.item<double>(), 1e-6);
+}
+
+TEST(DiffusionPolicy, PoseLossGradientsReachTheEncoderAndItsInputIsChecked) {
+  at::manual_seed(0);
+  DiffusionPolicyConfig config = tiny_config();
+  config.readout.kind = ObservationReadout::kSpatialSoftmax;
+  config.pose_weight = 1.0;
+  DiffusionPolicy policy(config);
+  const at::Tensor images = at::rand({2, 2, 3, 16, 16}), agent_pos = at::rand({2, 2, 2}) * 512;
+  const at::Tensor actions = at::rand({2, 8, 2}) * 512, block_pose = at::rand({2, 2, 4});
+  policy.set_normalizers(normalizers_for(actions, agent_pos));
+  at::Generator gen = generator(2);
+  policy.compute_loss(images, agent_pos, actions, gen, block_pose).pose.backward();
+  for (const auto& p : policy.named_parameters()) {
+    const bool moved = p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0;
+    if (p.key() == "obs_encoder.patch_embed.proj.weight" || p.key() == "pose_head.weight") EXPECT_TRUE(moved) << p.key();
+    if (p.key().rfind("model.", 0) == 0) EXPECT_FALSE(moved) << p.key();  // the pose loss does not touch the U-Net
+  }
+  EXPECT_THROW(policy.compute_loss(images, agent_pos, actions, gen), UsageError);  // no block pose
+  EXPECT_THROW(policy.compute_loss(images, agent_pos, actions, gen, at::rand({2, 2, 3})), UsageError);
+  // Without pose_weight there is no head and no pose term.
+  DiffusionPolicy plain(tiny_config());
+  for (const auto& p : plain.named_parameters()) EXPECT_NE(p.key().rfind("pose_head.", 0), 0u);
+  plain.set_normalizers(normalizers_for(actions, agent_pos));
+  EXPECT_FALSE(plain.compute_loss(images, agent_pos, actions, gen, block_pose).pose.defined());
+  DiffusionPolicyConfig lowdim = tiny_config();
+  lowdim.observation = PolicyObservation::kLowdim;
+  lowdim.encoder_model.clear();
+  lowdim.pose_weight = 1.0;
+  EXPECT_THROW(DiffusionPolicy{lowdim}, UsageError);
+}
+
 TEST(DiffusionPolicy, BadConfigurationsAreUsageErrors) {
   DiffusionPolicyConfig c = tiny_config();
   c.action_horizon = 8;  // obs_horizon - 1 + 8 > pred_horizon 8
@@ -151,6 +217,14 @@ TEST(EpisodeBatchSource, WindowsCarryTheFirstObservationsAndTheWholeActionChunk)
   EXPECT_TRUE(at::equal(batch.images[0][0], batch.images[0][1]));
   EXPECT_FLOAT_EQ(batch.extras.at("agent_pos")[0][0][0].item<float>(), set->state[0]);
   EXPECT_FLOAT_EQ(batch.extras.at("action")[0][1][0].item<float>(), set->action[0]);  // position 1 = step 0
+  // The block pose of the same steps (the pose loss's target): x, y, cos, sin of state columns 2..4.
+  const at::Tensor pose = batch.extras.at("block_pose");
+  ASSERT_EQ(pose.sizes(), (at::IntArrayRef{4, 2, 4}));
+  const float* second = set->state.data() + set->state_dim;  // step 1: the second window's last observation
+  EXPECT_FLOAT_EQ(pose[1][1][0].item<float>(), second[2]);
+  EXPECT_FLOAT_EQ(pose[1][1][1].item<float>(), second[3]);
+  EXPECT_NEAR(pose[1][1][2].item<float>(), std::cos(second[4]), 1e-6);
+  EXPECT_NEAR(pose[1][1][3].item<float>(), std::sin(second[4]), 1e-6);
   EXPECT_TRUE(at::equal(batch.images[0][1],
                         observation_images(set->images.data(), 1, 16, 16, 16)[0]));
 }

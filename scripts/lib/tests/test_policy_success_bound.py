@@ -34,9 +34,15 @@ def test_the_table_is_made_from_the_finished_files(tmp_path):
         "checkpoint": "dense.pt", "image_gap": 0.1123,
         "block_pose": {"position_rmse": 30.81, "baseline_position_rmse": 76.13, "angle_median_deg": 22.1,
                        "baseline_angle_median_deg": 34.8}}))
-    r = run(out, ckpt, demos, env={"NOISE_GRID": "0 0 20 20"})
+    fit = {"position_rmse": 8.81, "angle_median_deg": 2.04, "train_position_rmse": 4.0, "train_angle_median_deg": 1.4,
+           "baseline_position_rmse": 76.1, "baseline_angle_median_deg": 34.9}
+    (out / "pose_fit_dense_seed0.json").write_text(json.dumps({**fit, "name": "fresh dense encoder, seed 0"}))
+    (out / "pose_fit_fibottention_seed0.json").write_text(json.dumps({**fit, "name": "fresh Fibottention encoder, seed 0"}))
+    r = run(out, ckpt, demos, env={"NOISE_GRID": "0 0 20 20", "POSE_FIT_SEEDS": "0"})
     assert r.returncode == 0, r.stderr
     table = (out / "table.md").read_text()
     assert "| 0 units, 0 deg | 0.973 | 92% (46 / 50) | 0.936 |" in table
     assert "| 20 units, 20 deg | 0.675 | 0% (0 / 50) | 0.641 |" in table
     assert "| dense.pt | +0.1123 | 30.8 (76.1) | 22.1 deg (34.8) |" in table
+    assert "| fresh dense encoder, seed 0 | 8.8, 2.0 deg | 4.0, 1.4 deg | 76.1, 34.9 deg |" in table
+    assert "| fresh Fibottention encoder, seed 0 |" in table
