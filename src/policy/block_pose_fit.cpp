@@ -117,14 +117,8 @@ BlockPoseFitResult fit_block_pose(DiffusionPolicy& policy, const episodes::Episo
   head->eval();
   at::NoGradGuard no_grad;
   const auto score = [&](const std::vector<int64_t>& steps, const at::Tensor& truth, double* rmse, double* angle) {
-    std::vector<at::Tensor> z;
-    const std::size_t chunk = 256;
-    for (std::size_t i = 0; i < steps.size(); i += chunk) {
-      const std::vector<int64_t> part(steps.begin() + static_cast<std::ptrdiff_t>(i),
-                                      steps.begin() + static_cast<std::ptrdiff_t>(std::min(steps.size(), i + chunk)));
-      z.push_back(head->forward(frame_features(policy, demos, part)).to(at::kDouble));
-    }
-    pose_errors(destandardise(at::cat(z)), truth, rmse, angle);
+    const at::Tensor features = frame_features_in_batches(policy, demos, steps).to(at::kFloat);
+    pose_errors(destandardise(head->forward(features).to(at::kDouble)), truth, rmse, angle);
   };
   const at::Tensor test_truth = block_poses(demos, test_steps);
   r.train_frames = static_cast<int64_t>(train_steps.size());

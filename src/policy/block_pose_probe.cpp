@@ -14,25 +14,6 @@
 #include "util/errors.h"
 
 namespace sparsevit::policy {
-namespace {
-
-constexpr double kPi = 3.14159265358979323846;
-
-// frame_features over many steps, 64 windows of frames at a time -> [steps, feature_dim] double.
-at::Tensor features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
-                               const std::vector<int64_t>& steps) {
-  const std::size_t chunk = static_cast<std::size_t>(64 * policy.config().obs_horizon);
-  std::vector<at::Tensor> out;
-  for (std::size_t i = 0; i < steps.size(); i += chunk) {
-    const std::vector<int64_t> part(steps.begin() + static_cast<std::ptrdiff_t>(i),
-                                    steps.begin() + static_cast<std::ptrdiff_t>(std::min(steps.size(), i + chunk)));
-    out.push_back(frame_features(policy, demos, part).to(at::kDouble));
-  }
-  return at::cat(out);
-}
-
-}  // namespace
-
 std::vector<int64_t> spaced_steps(int64_t begin, int64_t end, int64_t limit) {
   std::vector<int64_t> steps;
   const int64_t n = end - begin;
@@ -72,6 +53,18 @@ at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& d
   return policy.observation_features(images).reshape({padded, -1}).narrow(0, 0, n);
 }
 
+at::Tensor frame_features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
+                                     const std::vector<int64_t>& steps) {
+  const std::size_t chunk = static_cast<std::size_t>(64 * policy.config().obs_horizon);
+  std::vector<at::Tensor> out;
+  for (std::size_t i = 0; i < steps.size(); i += chunk) {
+    const std::vector<int64_t> part(steps.begin() + static_cast<std::ptrdiff_t>(i),
+                                    steps.begin() + static_cast<std::ptrdiff_t>(std::min(steps.size(), i + chunk)));
+    out.push_back(frame_features(policy, demos, part).to(at::kDouble));
+  }
+  return at::cat(out);
+}
+
 RidgeFit ridge_fit(const at::Tensor& x_in, const at::Tensor& y_in, double lambda) {
   if (x_in.dim() != 2 || y_in.dim() != 2 || x_in.size(0) != y_in.size(0) || x_in.size(0) < 2)
     throw UsageError("ridge_fit: x [n, d] and y [n, k] with the same n >= 2, got " + c10::str(x_in.sizes()) + " and " +
@@ -105,9 +98,9 @@ void pose_errors(const at::Tensor& predicted, const at::Tensor& truth, double* p
   const at::Tensor a = at::atan2(predicted.select(1, 3), predicted.select(1, 2)),
                    b = at::atan2(truth.select(1, 3), truth.select(1, 2));
   // The wrapped difference in (-pi, pi].
-  const at::Tensor diff = at::remainder(a - b + kPi, 2 * kPi) - kPi;
+  const at::Tensor diff = at::remainder(a - b + M_PI, 2 * M_PI) - M_PI;
   std::vector<double> e(static_cast<std::size_t>(diff.size(0)));
-  const at::Tensor abs_deg = diff.abs().mul(180.0 / kPi).contiguous();
+  const at::Tensor abs_deg = diff.abs().mul(180.0 / M_PI).contiguous();
   std::copy(abs_deg.data_ptr<double>(), abs_deg.data_ptr<double>() + abs_deg.numel(), e.begin());
   std::sort(e.begin(), e.end());
   const std::size_t m = e.size();
@@ -148,8 +141,8 @@ BlockPoseProbeResult probe_block_pose(DiffusionPolicy& policy, const episodes::E
                      std::to_string(test_steps.size()) + " to probe)");
   EvalModeScope eval_mode(policy);
   at::NoGradGuard no_grad;
-  const at::Tensor fit_x = features_in_batches(policy, demos, fit_steps), fit_y = block_poses(demos, fit_steps);
-  const at::Tensor test_x = features_in_batches(policy, demos, test_steps), test_y = block_poses(demos, test_steps);
+  const at::Tensor fit_x = frame_features_in_batches(policy, demos, fit_steps), fit_y = block_poses(demos, fit_steps);
+  const at::Tensor test_x = frame_features_in_batches(policy, demos, test_steps), test_y = block_poses(demos, test_steps);
   BlockPoseProbeResult r;
   r.fit_frames = fit_x.size(0);
   r.test_frames = test_x.size(0);

@@ -62,6 +62,10 @@ at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int6
 // input shape); the last group is padded with its last frame and the padding dropped.
 at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps);
 
+// frame_features over many steps, 64 windows of frames at a time -> [steps, feature_dim] double.
+at::Tensor frame_features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
+                                     const std::vector<int64_t>& steps);
+
 // Runs the probe with `policy` in eval mode (restored after), without gradients. UsageError for
 // a low-dim policy, or when the split leaves no frame on either side.
 BlockPoseProbeResult probe_block_pose(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
