@@ -23,6 +23,9 @@ policy::BlockPoseFitResult run_policy_pose_fit(const TrainConfig& c, policy::Blo
   std::string source;
   if (!resume.empty()) {
     model = load_checkpoint_policy(train::LoadedCheckpoint(resume));
+    // Loading draws from the global generator (the modules' init), differently for a training
+    // checkpoint and its export: reseed so that the head's init depends on --seed alone.
+    at::manual_seed(c.seed);
     source = resume;
   } else {
     at::manual_seed(c.seed);

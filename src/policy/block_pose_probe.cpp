@@ -10,6 +10,7 @@
 
 #include "policy/eval_mode_scope.h"
 #include "policy/image_probe.h"
+#include "policy/lowdim_observation.h"
 #include "policy/observation_images.h"
 #include "util/errors.h"
 
@@ -25,16 +26,11 @@ std::vector<int64_t> spaced_steps(int64_t begin, int64_t end, int64_t limit) {
 
 at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps) {
   const int64_t n = static_cast<int64_t>(steps.size());
-  at::Tensor poses = at::empty({n, 4}, at::kDouble);
-  auto p = poses.accessor<double, 2>();
-  for (int64_t i = 0; i < n; ++i) {
-    const float* st = demos.state.data() + steps[static_cast<std::size_t>(i)] * demos.state_dim;
-    p[i][0] = st[2];
-    p[i][1] = st[3];
-    p[i][2] = std::cos(st[4]);
-    p[i][3] = std::sin(st[4]);
-  }
-  return poses;
+  at::Tensor poses = at::empty({n, kBlockPoseDim}, at::kFloat);
+  float* p = poses.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    block_pose_features(demos.state.data() + steps[static_cast<std::size_t>(i)] * demos.state_dim, p + i * kBlockPoseDim);
+  return poses.to(at::kDouble);
 }
 
 at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps) {

@@ -109,7 +109,7 @@ DiffusionPolicy::DiffusionPolicy(DiffusionPolicyConfig config)
                        std::to_string(unet_->mid_horizon(config_.pred_horizon)));
     decoder_ = register_module("decoder", std::make_shared<CrosswayDecoder>(d));
   }
-  if (config_.pose_weight > 0) pose_head_ = register_module("pose_head", torch::nn::Linear(feature_dim(), 4));
+  if (config_.pose_weight > 0) pose_head_ = register_module("pose_head", torch::nn::Linear(feature_dim(), kBlockPoseDim));
   ddim_.set_timesteps(config_.inference_steps);
   auto ones = [](int64_t n) { return at::ones({n}, at::kFloat); };
   auto zeros = [](int64_t n) { return at::zeros({n}, at::kFloat); };
@@ -206,13 +206,13 @@ at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at:
 at::Tensor DiffusionPolicy::pose_loss(const at::Tensor& features, const at::Tensor& block_pose) {
   const int64_t b = features.size(0) / config_.obs_horizon, to = config_.obs_horizon;
   if (!block_pose.defined() || block_pose.dim() != 3 || block_pose.size(0) != b || block_pose.size(1) < to ||
-      block_pose.size(2) != 4)
-    throw UsageError("a policy with pose_weight needs block_pose [B, >= " + std::to_string(to) +
-                     ", 4] (x, y, cos, sin), got " + (block_pose.defined() ? c10::str(block_pose.sizes()) : "none"));
+      block_pose.size(2) != kBlockPoseDim)
+    throw UsageError("a policy with pose_weight needs block_pose [B, >= " + std::to_string(to) + ", " +
+                     std::to_string(kBlockPoseDim) + "] (x, y, cos, sin), got " + (block_pose.defined() ? c10::str(block_pose.sizes()) : "none"));
   const at::Tensor pose = block_pose.narrow(1, 0, to).to(features.scalar_type());
   // Positions in the agent position's normalised units: the same workspace, so one scale.
   const at::Tensor target = at::cat({agent_pos_normalizer().normalize(pose.narrow(2, 0, 2)), pose.narrow(2, 2, 2)}, 2);
-  return config_.pose_weight * at::mse_loss(pose_head_->forward(features), target.reshape({b * to, 4}));
+  return config_.pose_weight * at::mse_loss(pose_head_->forward(features), target.reshape({b * to, kBlockPoseDim}));
 }
 
 PolicyLoss DiffusionPolicy::compute_loss(const at::Tensor& images, const at::Tensor& agent_pos,

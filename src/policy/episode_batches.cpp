@@ -69,8 +69,7 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
   at::Tensor agent_pos = at::empty({b, to, ld}, at::kFloat), actions = at::empty({b, tp, ad}, at::kFloat);
   // The block pose beside an image policy's observations (its auxiliary loss's target).
   const bool with_pose = image && sd >= kPushTStateDim;
-  at::Tensor block_pose = with_pose ? at::empty({b, to, 4}, at::kFloat) : at::Tensor();
-  float pose_row[6];
+  at::Tensor block_pose = with_pose ? at::empty({b, to, kBlockPoseDim}, at::kFloat) : at::Tensor();
   float* pos = agent_pos.data_ptr<float>();
   float* act = actions.data_ptr<float>();
   batch.indices.clear();
@@ -81,10 +80,7 @@ bool EpisodeBatchSource::next(data::Batch& batch) {
     sampler_.sample(w, state.data(), action.data(), image ? images.data() + i * to * frame : nullptr, image ? to : 0);
     for (int64_t t = 0; t < to; ++t) {
       lowdim_features(options_.observation, state.data() + t * sd, pos + (i * to + t) * ld);
-      if (with_pose) {
-        lowdim_features(PolicyObservation::kLowdim, state.data() + t * sd, pose_row);  // agent x, y, then the block's 4
-        std::copy(pose_row + 2, pose_row + 6, block_pose.data_ptr<float>() + (i * to + t) * 4);
-      }
+      if (with_pose) block_pose_features(state.data() + t * sd, block_pose.data_ptr<float>() + (i * to + t) * kBlockPoseDim);
     }
     std::copy(action.begin(), action.end(), act + i * tp * ad);
   }

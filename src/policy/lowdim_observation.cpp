@@ -22,10 +22,14 @@ void lowdim_features(PolicyObservation observation, const float* state, float* o
   out[0] = state[0];
   out[1] = state[1];
   if (observation == PolicyObservation::kImage) return;
-  out[2] = state[2];
-  out[3] = state[3];
-  out[4] = std::cos(state[4]);
-  out[5] = std::sin(state[4]);
+  block_pose_features(state, out + 2);
+}
+
+void block_pose_features(const float* state, float* out) {
+  out[0] = state[2];
+  out[1] = state[3];
+  out[2] = std::cos(state[4]);
+  out[3] = std::sin(state[4]);
 }
 
 }  // namespace sparsevit::policy

@@ -24,4 +24,10 @@ int64_t lowdim_dim(PolicyObservation observation);
 // state [kPushTStateDim] -> out [lowdim_dim(observation)].
 void lowdim_features(PolicyObservation observation, const float* state, float* out);
 
+// The block pose as the low-dim observation holds it: x, y, cos, sin (also the target of an image
+// policy's auxiliary pose loss and of the block-pose probes).
+inline constexpr int64_t kBlockPoseDim = 4;
+// state [kPushTStateDim] -> out [kBlockPoseDim].
+void block_pose_features(const float* state, float* out);
+
 }  // namespace sparsevit::policy

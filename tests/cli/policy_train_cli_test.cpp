@@ -127,6 +127,11 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
                            quote(run_dir + "/checkpoint.pt") + " --steps 2 --batch_size 8 --threads 1");
   ASSERT_EQ(refit.exit_code, 0) << refit.describe();
   EXPECT_NE(refit.err.find("checkpoint.pt"), std::string::npos) << refit.describe();
+  // The training checkpoint and its export hold the same weights: the same fit, to the digit.
+  const Result refit_exported = run("policy pose-fit --data_path " + quote(demos) + " --resume " + quote(exported) +
+                                    " --steps 2 --batch_size 8 --threads 1");
+  ASSERT_EQ(refit_exported.exit_code, 0) << refit_exported.describe();
+  EXPECT_EQ(refit_exported.out, refit.out);
   expect_usage_error(run("policy pose-fit --data_path " + quote(demos) + " --steps 0"), "--steps");
   expect_usage_error(run("policy pose-fit --data_path " + quote((dir.path() / "nope.episodes").string()) +
                          " --steps 1 --threads 1"),
