@@ -19,14 +19,8 @@ namespace {
 
 TEST(BlockPoseFit, TrainedEncoderBeatsTheBlindMeanOnHeldOutEpisodesAndLeavesTheUnetAlone) {
   at::manual_seed(0);
-  envs::DemonstrationOptions d;
-  d.episodes = 40;
-  d.image_size = 16;
-  d.threads = 1;
-  const episodes::EpisodeSet demos = envs::collect_pusht_demonstrations(d);
-  DiffusionPolicyConfig c = testing::tiny_policy_config();
-  c.readout.kind = ObservationReadout::kSpatialSoftmax;
-  DiffusionPolicy policy(c);
+  const episodes::EpisodeSet demos = testing::tiny_expert_demonstrations(40);
+  DiffusionPolicy policy(testing::tiny_spatial_softmax_config());
   at::Tensor unet_before, encoder_before;
   for (const auto& p : policy.named_parameters()) {
     if (p.key() == "model.final_conv.1.weight") unet_before = p.value().clone();
@@ -51,8 +45,8 @@ TEST(BlockPoseFit, TrainedEncoderBeatsTheBlindMeanOnHeldOutEpisodesAndLeavesTheU
   EXPECT_LT(r.position_rmse, 0.75 * r.baseline_position_rmse) << r.to_json().dump();
   EXPECT_LT(r.train_position_rmse, 0.75 * r.baseline_position_rmse) << r.to_json().dump();
   for (const auto& p : policy.named_parameters()) {
-    if (p.key() == "model.final_conv.1.weight") EXPECT_TRUE(p.value().equal(unet_before));
-    if (p.key() == "obs_encoder.patch_embed.proj.weight") EXPECT_FALSE(p.value().equal(encoder_before));
+    if (p.key() == "model.final_conv.1.weight") { EXPECT_TRUE(p.value().equal(unet_before)); }
+    if (p.key() == "obs_encoder.patch_embed.proj.weight") { EXPECT_FALSE(p.value().equal(encoder_before)); }
   }
   for (const char* key : {"position_rmse", "train_position_rmse", "baseline_position_rmse", "final_loss", "steps"})
     EXPECT_TRUE(r.to_json().contains(key)) << key;

@@ -59,14 +59,8 @@ TEST(BlockPoseProbe, PoseErrorsAreEuclideanAndWrapTheAngle) {
 
 TEST(BlockPoseProbe, FeaturesThatSeeTheSceneBeatTheBlindMeanAndBadInputIsRefused) {
   at::manual_seed(0);
-  envs::DemonstrationOptions o;
-  o.episodes = 12;
-  o.image_size = 16;
-  o.threads = 1;
-  const episodes::EpisodeSet demos = envs::collect_pusht_demonstrations(o);
-  DiffusionPolicyConfig c = testing::tiny_policy_config();
-  c.readout.kind = ObservationReadout::kSpatialSoftmax;
-  DiffusionPolicy policy(c);
+  const episodes::EpisodeSet demos = testing::tiny_expert_demonstrations(12);
+  DiffusionPolicy policy(testing::tiny_spatial_softmax_config());
   policy.train();
   BlockPoseProbeOptions po;
   po.first_episode = 10;

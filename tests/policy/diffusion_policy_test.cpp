@@ -100,12 +100,16 @@ TEST(DiffusionPolicy, CrosswayAddsAWeightedReconstructionThatTrainsTheDecoder) {
 // The auxiliary block-pose loss, recomputed by hand: pose_weight * MSE of the head's linear map of
 // each frame's readout feature against that frame's pose, x and y normalised by the agent
 // position's fitted limits (DP's limits mode: 2 (v - min) / (max - min) - 1), cos and sin as given.
-TEST(DiffusionPolicy, PoseLossIsTheWeightedHeadMseAndTrainsTheEncoder) {
-  at::manual_seed(0);
+DiffusionPolicyConfig pose_config(double pose_weight) {
   DiffusionPolicyConfig config = tiny_config();
   config.readout.kind = ObservationReadout::kSpatialSoftmax;
-  config.pose_weight = 0.5;
-  DiffusionPolicy policy(config);
+  config.pose_weight = pose_weight;
+  return config;
+}
+
+TEST(DiffusionPolicy, PoseLossIsTheWeightedHeadMseAndTrainsTheEncoder) {
+  at::manual_seed(0);
+  DiffusionPolicy policy(pose_config(0.5));
   const int64_t b = 3, to = 2;
   const at::Tensor images = at::rand({b, to, 3, 16, 16}), agent_pos = at::rand({b, to, 2}) * 400 + 50;
   const at::Tensor actions = at::rand({b, 8, 2}) * 400 + 50;
@@ -135,10 +139,7 @@ TEST(DiffusionPolicy, PoseLossIsTheWeightedHeadMseAndTrainsTheEncoder) {
 
 TEST(DiffusionPolicy, PoseLossGradientsReachTheEncoderAndItsInputIsChecked) {
   at::manual_seed(0);
-  DiffusionPolicyConfig config = tiny_config();
-  config.readout.kind = ObservationReadout::kSpatialSoftmax;
-  config.pose_weight = 1.0;
-  DiffusionPolicy policy(config);
+  DiffusionPolicy policy(pose_config(1.0));
   const at::Tensor images = at::rand({2, 2, 3, 16, 16}), agent_pos = at::rand({2, 2, 2}) * 512;
   const at::Tensor actions = at::rand({2, 8, 2}) * 512, block_pose = at::rand({2, 2, 4});
   policy.set_normalizers(normalizers_for(actions, agent_pos));
@@ -146,8 +147,8 @@ TEST(DiffusionPolicy, PoseLossGradientsReachTheEncoderAndItsInputIsChecked) {
   policy.compute_loss(images, agent_pos, actions, gen, block_pose).pose.backward();
   for (const auto& p : policy.named_parameters()) {
     const bool moved = p.value().grad().defined() && p.value().grad().abs().sum().item<double>() > 0;
-    if (p.key() == "obs_encoder.patch_embed.proj.weight" || p.key() == "pose_head.weight") EXPECT_TRUE(moved) << p.key();
-    if (p.key().rfind("model.", 0) == 0) EXPECT_FALSE(moved) << p.key();  // the pose loss does not touch the U-Net
+    if (p.key() == "obs_encoder.patch_embed.proj.weight" || p.key() == "pose_head.weight") { EXPECT_TRUE(moved) << p.key(); }
+    if (p.key().rfind("model.", 0) == 0) { EXPECT_FALSE(moved) << p.key(); }  // the pose loss does not touch the U-Net
   }
   EXPECT_THROW(policy.compute_loss(images, agent_pos, actions, gen), UsageError);  // no block pose
   EXPECT_THROW(policy.compute_loss(images, agent_pos, actions, gen, at::rand({2, 2, 3})), UsageError);
@@ -188,18 +189,10 @@ TEST(DiffusionPolicy, FibottentionCutsTheEncodersAttentionCost) {
   EXPECT_LT(DiffusionPolicy(sparse).encoder_attention_gflops(), 0.6 * DiffusionPolicy(dense).encoder_attention_gflops());
 }
 
-// Demonstrations of the scripted expert at 16 px, as `policy collect` writes them.
-episodes::EpisodeSet expert_demonstrations(int episodes, uint64_t seed) {
-  envs::DemonstrationOptions o;
-  o.episodes = episodes;
-  o.first_seed = seed;
-  o.image_size = 16;
-  o.threads = 1;
-  return envs::collect_pusht_demonstrations(o);
-}
+using testing::tiny_expert_demonstrations;
 
 TEST(EpisodeBatchSource, WindowsCarryTheFirstObservationsAndTheWholeActionChunk) {
-  auto set = std::make_shared<episodes::EpisodeSet>(expert_demonstrations(1, 0));
+  auto set = std::make_shared<episodes::EpisodeSet>(tiny_expert_demonstrations(1, 0));
   EpisodeBatchOptions o;
   o.pred_horizon = 8;
   o.action_horizon = 4;
@@ -235,7 +228,7 @@ TEST(EpisodeBatchSource, WindowsCarryTheFirstObservationsAndTheWholeActionChunk)
 TEST(DiffusionPolicy, OverfitsOneDemonstrationAndReplaysItInClosedLoop) {
   at::manual_seed(0);
   const uint64_t seed = 3;
-  auto set = std::make_shared<episodes::EpisodeSet>(expert_demonstrations(1, seed));
+  auto set = std::make_shared<episodes::EpisodeSet>(tiny_expert_demonstrations(1, seed));
   DiffusionPolicyConfig config = tiny_config();
   config.down_dims = {32, 64};
   config.step_embed_dim = 16;

@@ -1,7 +1,11 @@
 // A diffusion policy small enough for unit tests: 16x16 images, patch 8 (N = 5), a one-block
 // encoder and a 2-level U-Net. Suites set what they test on top (readout, Crossway, steps).
+// Also the scripted expert's demonstrations at that image size.
 #pragma once
 
+#include <cstdint>
+
+#include "envs/pusht_demonstrations.h"
 #include "policy/diffusion_policy.h"
 
 namespace sparsevit::policy::testing {
@@ -19,6 +23,23 @@ inline DiffusionPolicyConfig tiny_policy_config() {
   c.down_dims = {16, 32};
   c.n_groups = 4;
   return c;
+}
+
+// The same with the spatial-softmax readout (what reads the block's position).
+inline DiffusionPolicyConfig tiny_spatial_softmax_config() {
+  DiffusionPolicyConfig c = tiny_policy_config();
+  c.readout.kind = ObservationReadout::kSpatialSoftmax;
+  return c;
+}
+
+// Demonstrations of the scripted expert at 16 px, as `policy collect` writes them.
+inline episodes::EpisodeSet tiny_expert_demonstrations(int episodes, uint64_t first_seed = 0) {
+  envs::DemonstrationOptions o;
+  o.episodes = episodes;
+  o.first_seed = first_seed;
+  o.image_size = 16;
+  o.threads = 1;
+  return envs::collect_pusht_demonstrations(o);
 }
 
 }  // namespace sparsevit::policy::testing
