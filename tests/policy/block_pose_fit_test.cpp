@@ -59,10 +59,7 @@ TEST(BlockPoseFit, TrainedEncoderBeatsTheBlindMeanOnHeldOutEpisodesAndLeavesTheU
   o.first_episode = 34;
   o.steps = 0;
   EXPECT_THROW(fit_block_pose(policy, demos, o), UsageError);
-  DiffusionPolicyConfig lowdim = testing::tiny_policy_config();
-  lowdim.observation = PolicyObservation::kLowdim;
-  lowdim.encoder_model.clear();
-  DiffusionPolicy lowdim_policy(lowdim);
+  DiffusionPolicy lowdim_policy(testing::as_lowdim(testing::tiny_policy_config()));
   o.steps = 1;
   EXPECT_THROW(fit_block_pose(lowdim_policy, demos, o), UsageError);
 }

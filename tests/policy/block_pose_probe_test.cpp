@@ -81,10 +81,7 @@ TEST(BlockPoseProbe, FeaturesThatSeeTheSceneBeatTheBlindMeanAndBadInputIsRefused
   EXPECT_THROW(probe_block_pose(policy, demos, po), UsageError);  // nothing to fit on
   po.first_episode = 12;
   EXPECT_THROW(probe_block_pose(policy, demos, po), UsageError);  // nothing to probe
-  DiffusionPolicyConfig lowdim = testing::tiny_policy_config();
-  lowdim.observation = PolicyObservation::kLowdim;
-  lowdim.encoder_model.clear();
-  DiffusionPolicy lowdim_policy(lowdim);
+  DiffusionPolicy lowdim_policy(testing::as_lowdim(testing::tiny_policy_config()));
   po.first_episode = 10;
   EXPECT_THROW(probe_block_pose(lowdim_policy, demos, po), UsageError);
 }

@@ -157,9 +157,7 @@ TEST(DiffusionPolicy, PoseLossGradientsReachTheEncoderAndItsInputIsChecked) {
   for (const auto& p : plain.named_parameters()) EXPECT_NE(p.key().rfind("pose_head.", 0), 0u);
   plain.set_normalizers(normalizers_for(actions, agent_pos));
   EXPECT_FALSE(plain.compute_loss(images, agent_pos, actions, gen, block_pose).pose.defined());
-  DiffusionPolicyConfig lowdim = tiny_config();
-  lowdim.observation = PolicyObservation::kLowdim;
-  lowdim.encoder_model.clear();
+  DiffusionPolicyConfig lowdim = testing::as_lowdim(tiny_config());
   lowdim.pose_weight = 1.0;
   EXPECT_THROW(DiffusionPolicy{lowdim}, UsageError);
 }
@@ -280,9 +278,7 @@ TEST(DiffusionPolicy, OverfitsOneDemonstrationAndReplaysItInClosedLoop) {
 // same error for the same episode seed, the exact pose without it; an image policy refuses it.
 TEST(DiffusionPolicyActor, BlockNoisePerturbsOnlyTheBlockPoseALowdimPolicyReads) {
   at::manual_seed(0);
-  DiffusionPolicyConfig c = tiny_config();
-  c.observation = PolicyObservation::kLowdim;
-  c.encoder_model.clear();
+  const DiffusionPolicyConfig c = testing::as_lowdim(tiny_config());
   DiffusionPolicy policy(c);
   ASSERT_FALSE(policy.has_encoder());
   policy.eval();

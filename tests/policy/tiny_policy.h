@@ -32,6 +32,13 @@ inline DiffusionPolicyConfig tiny_spatial_softmax_config() {
   return c;
 }
 
+// A config as a low-dimensional policy: agent position + block pose, no encoder.
+inline DiffusionPolicyConfig as_lowdim(DiffusionPolicyConfig c) {
+  c.observation = PolicyObservation::kLowdim;
+  c.encoder_model.clear();
+  return c;
+}
+
 // Demonstrations of the scripted expert at 16 px, as `policy collect` writes them.
 inline episodes::EpisodeSet tiny_expert_demonstrations(int episodes, uint64_t first_seed = 0) {
   envs::DemonstrationOptions o;
