@@ -1,5 +1,6 @@
 """Attention configs (configs/attention/*.yaml), validated by the C++ parser: the same checks
 and the same messages as the CLI (a bad config raises sparsevit.UsageError, a ValueError)."""
+import difflib
 import os
 
 from ._library import core
@@ -14,7 +15,27 @@ def read(config):
             return f.read(), config
     if "attention" in config and ":" in config:
         return config, "<string>"
-    raise ValueError(f"cannot read attention config '{config}'")
+    raise core().UsageError(_missing_config_message(config))
+
+
+_CONFIG_SUFFIXES = (".yaml", ".yml")
+
+
+def _missing_config_message(path):
+    """'no such config file' with the nearest existing config name(s), as the CLI suggests mask names."""
+    folder = os.path.dirname(path) or "."
+    looks_like_a_path = path.endswith(_CONFIG_SUFFIXES) or os.sep in path
+    if not looks_like_a_path:
+        return (f"cannot read attention config '{path}': it is neither an existing file nor YAML text with an "
+                "'attention:' mapping")
+    message = f"attention config file '{path}' does not exist"
+    if not os.path.isdir(folder):
+        return f"{message} (no folder '{folder}')"
+    names = sorted(f for f in os.listdir(folder) if f.endswith(_CONFIG_SUFFIXES))
+    near = difflib.get_close_matches(os.path.basename(path), names, n=2, cutoff=0.6)
+    if near:
+        return f"{message}; did you mean {' or '.join(repr(os.path.join(os.path.dirname(path), n)) for n in near)}?"
+    return f"{message} ({len(names)} configs in '{folder}')"
 
 
 def load(config=None, overrides=()):

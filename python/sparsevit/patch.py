@@ -1,4 +1,6 @@
 """patch_model: replace the attention of a trained ViT with sparsevit's, keeping its weights."""
+import difflib
+
 from torch import nn
 
 from . import config as _config
@@ -26,6 +28,22 @@ def _torchvision_layers(model):
     return None
 
 
+def _not_a_model_message(model):
+    """patch_model was given something else than a module: for a name, how to make the model, with
+    the nearest timm ViT names when the name is not one."""
+    if not isinstance(model, str):
+        return f"patch_model: expected a torch.nn.Module (a timm or torchvision ViT), got {type(model).__name__}"
+    try:
+        import timm
+    except ImportError:
+        return f"patch_model: expected a model, got the name '{model}'; create the model first (e.g. with timm)"
+    if model in timm.list_models():
+        return f"patch_model: expected a model, got the name '{model}': patch_model(timm.create_model('{model}'), ...)"
+    near = difflib.get_close_matches(model, timm.list_models("vit_*") + timm.list_models("deit*"), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return f"patch_model: expected a model, got '{model}', which is not a timm model name either{hint}"
+
+
 def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
     """Replaces every attention module of `model` in place and returns a report dict
     (layers_patched, layout, pruning_ratio, density, attention_gflops for the model's sequence
@@ -33,6 +51,8 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
     torchvision's VisionTransformer (`encoder.layers[i].self_attention`, nn.MultiheadAttention:
     in_proj_weight / in_proj_bias -> qkv, out_proj -> proj). Layer i gets the pattern the C++
     models give layer i (the head shuffle depends on it)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(_not_a_model_message(model))
     _config.load(attn_cfg, overrides)  # the CLI's errors before anything changes
     prefix = num_prefix_tokens if num_prefix_tokens is not None else getattr(model, "num_prefix_tokens", 1)
     tokens = _sequence_length(model, prefix)  # Linformer / iMHSA are built for one length
@@ -51,8 +71,9 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
     else:
         layers = _torchvision_layers(model)
         if layers is None:
-            raise ValueError("patch_model: no attention to replace: expected timm-style blocks[i].attn (qkv, proj) "
-                             "or torchvision's encoder.layers[i].self_attention (nn.MultiheadAttention)")
+            raise ValueError(f"patch_model: no attention to replace in {type(model).__name__}: expected timm-style "
+                             "blocks[i].attn (qkv, proj: ViT, DeiT) or torchvision's "
+                             "encoder.layers[i].self_attention (nn.MultiheadAttention)")
         layout = "torchvision"
         depth = len(layers)
         for i, layer in enumerate(layers):

@@ -31,6 +31,20 @@ def test_every_shipped_config_loads(path):
     assert spec["source"] == path
 
 
+def test_a_misspelled_config_path_says_it_is_missing_and_suggests_the_near_name():
+    missing = os.path.join(ROOT, "configs", "attention", "vit_fibotention.yaml")
+    with pytest.raises(sparsevit.UsageError) as err:
+        sparsevit.config.load(missing)
+    message = str(err.value)
+    assert f"attention config file '{missing}' does not exist; did you mean" in message, message
+    assert repr(os.path.join(ROOT, "configs", "attention", "vit_fibottention.yaml")) in message, message
+    assert "\n" not in message
+    with pytest.raises(sparsevit.UsageError, match="does not exist \\(no folder 'no/such/folder'\\)"):
+        sparsevit.config.load("no/such/folder/x.yaml")
+    with pytest.raises(sparsevit.UsageError, match="neither an existing file nor YAML text"):
+        sparsevit.config.load("fibottention")
+
+
 def test_a_bad_config_raises_the_clis_message(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("attention:\n  backend: vit\n  mask: fibo\n  mask_kwargs: {w_mx: 3}\n")

@@ -5,6 +5,7 @@ works outside the checkout with the libraries it carries. One install per sessio
 its CMake build folder (python/build/) and ccache make a second session's install quick."""
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -28,6 +29,10 @@ def clean_env():
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
+    # The PyPI leg (scripts/lib/pypi.sh) has already installed the package with the README's command
+    # into its venv of PyPI's torch, from a copy of the checkout since removed: test that install.
+    if os.environ.get("SPARSEVIT_INSTALLED_VENV"):
+        return pathlib.Path(os.environ["SPARSEVIT_INSTALLED_VENV"])
     home = tmp_path_factory.mktemp("install")
     venv = home / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
@@ -235,3 +240,66 @@ def test_example_train_fashion_mnist(venv, tmp_path):
     out = run_example(venv, tmp_path, "train_fashion_mnist.py", "--steps", "60")
     accuracy = float(out.strip().splitlines()[-1].split(": ")[1].rstrip("%"))
     assert accuracy > 30  # chance is 10%
+
+
+# The libraries of torch (libtorch*, libc10*) a process has mapped, from /proc/self/maps: after
+# `import torch` alone, then after importing sparsevit and running an operator.
+MAPPED_TORCH_LIBRARIES = """
+    import json, os, re
+    def mapped():
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "/" in line}
+        return sorted(p for p in paths if re.match(r"lib(torch|c10)[^/]*\\.so", os.path.basename(p)))
+    import torch
+    before = mapped()
+    import sparsevit
+    q = torch.randn(1, 2, 20, 8)
+    row_ptr, col_idx = sparsevit.patterns.build(None, 20, 2)
+    sparsevit.sparse_attention(q, q, q, row_ptr, col_idx)
+    print(json.dumps({"before": before, "after": mapped(), "torch": torch.__version__,
+                      "torch_dir": os.path.dirname(torch.__file__)}))
+    """
+
+
+def test_only_the_installed_torchs_libraries_are_mapped_and_the_process_exits_cleanly(venv, tmp_path):
+    # A machine with Debian's libtorch-dev (libc10.so.1.13) and PyPI's torch: a package linked
+    # against both aborted at exit (malloc corruption, rc 134; issue 46).
+    r = run_python(venv, MAPPED_TORCH_LIBRARIES, cwd=tmp_path, check=False)
+    assert r.returncode == 0, f"rc {r.returncode}: {r.stderr[-3000:]}"
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["before"], info  # the probe sees torch's own libraries
+    assert info["after"] == info["before"], f"sparsevit mapped other torch libraries: {info}"
+    if not info["torch"].startswith("1.13"):
+        assert not [p for p in info["after"] if ".so.1.13" in p], info
+
+
+def test_runpath_holds_only_origin_relative_entries(venv, tmp_path):
+    info = installed_paths(venv, tmp_path)
+    for library in (info["ops"], info["core"]):
+        dynamic = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True).stdout
+        entries = [e for m in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[(.*)\]", dynamic)
+                   for e in m.split(":")]
+        assert entries, dynamic  # $ORIGIN at least: the core finds the operators beside it
+        assert all(e.startswith("$ORIGIN") for e in entries), (library, entries)
+
+
+@pytest.mark.skipif(not os.environ.get("SPARSEVIT_WHEEL"), reason="the PyPI leg makes the wheel (scripts/lib/pypi.sh)")
+def test_the_wheel_installs_into_a_second_venv_with_the_same_torch(venv, tmp_path):
+    """`pip wheel` in the PyPI leg, from a copy of the checkout since removed: the wheel goes into a
+    new venv that reaches the same torch (a .pth to the first venv's site-packages, after its own)."""
+    second = tmp_path / "second"
+    base_python = run_python(venv, "import sys; print(sys._base_executable)", cwd=tmp_path).stdout.strip()
+    subprocess.run([base_python, "-m", "venv", str(second)], check=True)
+    first_site = run_python(venv, "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path).stdout.strip()
+    second_site = subprocess.run([str(second / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    pathlib.Path(second_site, "first_venv.pth").write_text(first_site + "\n")
+    r = subprocess.run([str(second / "bin" / "pip"), "install", "--no-deps", "--no-index", os.environ["SPARSEVIT_WHEEL"]],
+                       capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    info = installed_paths(second, tmp_path)
+    for key in ("package", "ops", "core"):
+        assert os.path.realpath(info[key]).startswith(os.path.realpath(str(second)) + os.sep), (key, info)
+    assert info["shape"] == [1, 4, 50, 16]
+    r = run_python(second, MAPPED_TORCH_LIBRARIES, cwd=tmp_path, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]

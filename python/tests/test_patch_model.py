@@ -161,8 +161,19 @@ def test_unsupported_options_and_models_are_clear_errors():
     mod = sparsevit.nn.SparseAttention(32, 4, attn_drop=0.1, attn_cfg=FIBO).train()
     with pytest.raises(NotImplementedError, match="attention dropout with a sparse pattern"):
         mod(torch.randn(1, 50, 32))
-    with pytest.raises(ValueError, match="no attention to replace"):
+    with pytest.raises(ValueError, match="no attention to replace in Linear"):
         sparsevit.patch_model(nn.Linear(3, 3), FIBO)
+    with pytest.raises(TypeError, match="expected a torch.nn.Module .* got int"):
+        sparsevit.patch_model(3, FIBO)
+
+
+def test_a_model_name_instead_of_a_model_says_how_and_suggests_the_near_name():
+    timm = pytest.importorskip("timm")
+    with pytest.raises(TypeError, match=r"patch_model\(timm.create_model\('vit_tiny_patch16_224'\), ...\)"):
+        sparsevit.patch_model("vit_tiny_patch16_224", FIBO)
+    with pytest.raises(TypeError, match="not a timm model name either; did you mean 'vit_tiny_patch16_224'"):
+        sparsevit.patch_model("vit_tiny_patch16_244", FIBO)
+    assert "vit_tiny_patch16_224" in timm.list_models()
 
 
 def test_a_patched_model_traces_with_torch_jit():

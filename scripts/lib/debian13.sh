@@ -38,7 +38,8 @@ sparsevit_debian13_prepare() {
 # Runs a command inside the root, in the checkout, with the checkout at the same path.
 sparsevit_debian13_run() {
   local root="$SPARSEVIT_DEBIAN13_ROOT"
-  mkdir -p "$root$SPARSEVIT_ROOT"
+  # The checkout's mount point is made after the tmpfs on the root's /tmp: a checkout under /tmp
+  # (a CI clone) gets its mount point inside that tmpfs, not under it where the bind cannot see it.
   unshare --mount --propagation private -- bash -c '
     set -e
     root="$1"; repo="$2"; shift 2
@@ -46,6 +47,7 @@ sparsevit_debian13_run() {
     mount --rbind /dev "$root/dev"
     mount --rbind /sys "$root/sys"
     mount -t tmpfs tmpfs "$root/tmp"
+    mkdir -p "$root$repo"
     mount --bind "$repo" "$root$repo"
     exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
       TERM="${TERM:-dumb}" SPARSEVIT_BUILD="$SPARSEVIT_BUILD" SPARSEVIT_PLATFORM=debian13 \
