@@ -207,6 +207,44 @@ def setup_inductor_cpu(args):
     return done
 
 
+class CompiledFlex:
+    """torch.compile(flex_attention) whose every call is proven to run the compiled graph.
+
+    A failed compile (the CPU backward, which torch 2.6 and 2.15 lack) leaves dynamo running later
+    calls of the same function eagerly without a word: on torch 2.15 a compiled forward at N = 1025
+    took 271 ms fresh and 1 325 ms after a failed backward (issue 46). So: a fresh dynamo state
+    (torch._dynamo.reset()) per pass and after every failure, inductor as the backend through a
+    wrapper that counts graphs compiled and calls of the compiled graph, and a check that every
+    call made ran it."""
+
+    def __init__(self, torch, flex):
+        self.torch, self.flex = torch, flex
+        self.fresh()
+
+    def fresh(self):
+        self.torch._dynamo.reset()
+        self.graphs_compiled = self.graph_calls = self.calls = 0
+
+        def inductor_counted(gm, example_inputs):
+            from torch._inductor.compile_fx import compile_fx
+            compiled = compile_fx(gm, example_inputs)
+            self.graphs_compiled += 1
+
+            def run(*args):
+                self.graph_calls += 1
+                return compiled(*args)
+            return run
+        self.fn = self.torch.compile(self.flex.flex_attention, backend=inductor_counted, dynamic=False, fullgraph=True)
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+    def proof(self):
+        return {"graphs_compiled": self.graphs_compiled, "calls": self.calls, "compiled_graph_calls": self.graph_calls,
+                "every_call_ran_the_compiled_graph": self.graphs_compiled >= 1 and self.graph_calls >= self.calls}
+
+
 def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
     """Every method at one N: correctness against ours, then forward and forward+backward times."""
     torch.manual_seed(0)
@@ -237,7 +275,7 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
     entry["flex_block_mask"] = {"block_size": args.flex_block, "build_s": time.perf_counter() - t0,
                                 "blocks_computed": int(blocks), "blocks_total": HEADS * nb * nb,
                                 "fraction_of_blocks_computed": int(blocks) / (HEADS * nb * nb)}
-    flex_compiled = torch.compile(flex.flex_attention, dynamic=False)
+    flex_compiled = CompiledFlex(torch, flex)
 
     fns = {
         "ours": lambda a, b, c: sparsevit.sparse_attention(a, b, c, row_ptr, col_idx, scale),
@@ -252,6 +290,7 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
     passes = {}
     for pass_name in ("fwd", "fwd_bwd"):
         results, runners, ref = {}, {}, {}
+        flex_compiled.fresh()  # a compile of this pass alone, never a leftover of the other pass's failure
         for name, fn in fns.items():
             if pass_name == "fwd_bwd" and name == "flex_compiled" and flex_state.get("fwd_bwd_failed"):
                 results[name] = dict(flex_state["fwd_bwd_failed"], note="not retried: failed at a smaller N")
@@ -278,6 +317,7 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
             except Exception as e:
                 results[name] = error_state(e)
                 if name == "flex_compiled":
+                    flex_compiled.fresh()  # after a failure, dynamo would run later calls eagerly
                     if pass_name == "fwd_bwd":  # read in torch/_inductor/kernel/flex_attention.py (2.6)
                         results[name]["note"] = ("torch 2.6's CPU lowering of flex_attention (lower_cpu) returns the "
                                                  "output alone, no logsumexp for a backward: 'torch.compile on CPU "
@@ -313,6 +353,13 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
             elif name in slow:
                 n_slow = min(reps, args.slow_reps, args.eager_flex_reps if name == "flex_eager" else reps)
                 times[name] = timed(runners[name], max(2, n_slow), 0, paired=False)
+        if "flex_compiled" in runners:
+            # Every call of the runner must have run inductor's graph: otherwise the times are eager ones.
+            proof = flex_compiled.proof()
+            results["flex_compiled"]["compiled_proof"] = proof
+            if not proof["every_call_ran_the_compiled_graph"]:
+                results["flex_compiled"].update(state="fell back to eager", error=json.dumps(proof))
+                times.pop("flex_compiled", None)
         for name, ts in times.items():
             timing = ("one run (its warm-up run, over max_call_s)" if name in very_slow else
                       "unpaired (slow)" if name in slow else "paired, rotated")
@@ -428,6 +475,8 @@ def main():
     ap.add_argument("--models", default="", help="only these models (comma-separated)")
     ap.add_argument("--model-batch", type=int, default=128)
     ap.add_argument("--model-reps", type=int, default=3, help="timed steps (vit_tiny; +2 for the nano models)")
+    ap.add_argument("--installed", action="store_true",
+                    help="the pip-installed sparsevit (e.g. in a venv of PyPI's torch), not the checkout's python/")
     ap.add_argument("--sparsevit-build", default=os.environ.get("SPARSEVIT_BUILD", os.path.join(REPO, "build")))
     args = ap.parse_args()
     args.models = [m for m in args.models.split(",") if m]
@@ -442,7 +491,8 @@ def main():
     import torch.nn.functional as F
     from torch.nn.attention import flex_attention as flex
     torch.set_num_threads(args.threads)
-    sys.path.insert(0, os.path.join(REPO, "python"))  # the checkout's package, over SPARSEVIT_BUILD's library
+    if not args.installed:
+        sys.path.insert(0, os.path.join(REPO, "python"))  # the checkout's package, over SPARSEVIT_BUILD's library
     import sparsevit
 
     record["machine"] = machine_info(torch)

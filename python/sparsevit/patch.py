@@ -66,7 +66,7 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
             new = SparseAttention(dim, old.num_heads, qkv_bias=old.qkv.bias is not None, attn_cfg=attn_cfg, layer=i,
                                   num_layers=depth, num_prefix_tokens=prefix, overrides=overrides, num_tokens=tokens)
             _load_projections(new, {k: v for k, v in old.state_dict().items() if k.split(".")[0] in ("qkv", "proj")})
-            block.attn = new.to(old.qkv.weight.dtype)
+            block.attn = new.to(device=old.qkv.weight.device, dtype=old.qkv.weight.dtype)
         heads, head_dim = blocks[0].attn.num_heads, blocks[0].attn.head_dim
     else:
         layers = _torchvision_layers(model)
@@ -88,7 +88,7 @@ def patch_model(model, attn_cfg=None, overrides=(), num_prefix_tokens=None):
                 state["qkv.bias"] = old.in_proj_bias
             state["proj.bias"] = old.out_proj.bias
             _load_projections(new, {k: v.detach() for k, v in state.items()})
-            layer.self_attention = new.to(old.in_proj_weight.dtype)
+            layer.self_attention = new.to(device=old.in_proj_weight.device, dtype=old.in_proj_weight.dtype)
         heads, head_dim = layers[0].self_attention.num_heads, layers[0].self_attention.head_dim
     report = {"layers_patched": depth, "layout": layout, "backend": _config.load(attn_cfg, overrides)["backend"]}
     if tokens:

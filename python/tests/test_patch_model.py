@@ -167,6 +167,29 @@ def test_unsupported_options_and_models_are_clear_errors():
         sparsevit.patch_model(3, FIBO)
 
 
+def test_patched_layers_go_to_the_device_and_dtype_of_the_layers_they_replace(monkeypatch):
+    # No GPU in CI: the move is observed at its call. A model already on the GPU once kept its new
+    # layers on the CPU (patch_model moved the dtype only; issue 47).
+    moves = []
+    real_to = nn.Module.to
+
+    def spy(self, *args, **kwargs):
+        if isinstance(self, (sparsevit.nn.SparseAttention, sparsevit.nn.SparseMultiheadAttention)):
+            moves.append((type(self).__name__, kwargs.get("device"), kwargs.get("dtype")))
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(nn.Module, "to", spy)
+    model = TinyVit().double()
+    sparsevit.patch_model(model, FIBO)
+    assert moves and all(m == ("SparseAttention", torch.device("cpu"), torch.float64) for m in moves), moves
+    tv = pytest.importorskip("torchvision")
+    vit = tv.models.VisionTransformer(image_size=28, patch_size=7, num_layers=2, num_heads=2, hidden_dim=16,
+                                      mlp_dim=32, num_classes=3)
+    moves.clear()
+    sparsevit.patch_model(vit, FIBO)
+    assert moves and all(m == ("SparseMultiheadAttention", torch.device("cpu"), torch.float32) for m in moves), moves
+
+
 def test_a_model_name_instead_of_a_model_says_how_and_suggests_the_near_name():
     timm = pytest.importorskip("timm")
     with pytest.raises(TypeError, match=r"patch_model\(timm.create_model\('vit_tiny_patch16_224'\), ...\)"):
