@@ -1,7 +1,8 @@
-"""Shared by the device checks (scripts/device-check): loading the operator library from the
-device build, the patterns (the project's Fibottention through the Python package when it loads,
-else a Fibottention-like union of diagonals plus a global class token built here), the float64
-masked reference, and result records written as JSON lines."""
+"""Shared by the device checks (scripts/device-check): a clear one-line exit without CUDA, loading
+the operator library from the device build, the patterns (the project's Fibottention precomputed in
+fibottention_patterns.json, see device_patterns.py; a Fibottention-like union of diagonals and
+random CSR patterns for the kernels' other paths), the float64 masked reference, and result
+records written as JSON lines."""
 import json
 import math
 import os
@@ -9,19 +10,50 @@ import sys
 
 import torch
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import device_patterns  # noqa: E402,F401  (re-exported for the scripts)
+
+EXIT_NO_CUDA = 2
 
 
-def load_ops():
-    """Loads libsparsevit_ops.so from $SPARSEVIT_BUILD (the device build) into torch.ops."""
+def die(script, message, code=1):
+    """One line on stderr, then exit `code`."""
+    print(f"{script}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def require_cuda(script):
+    """Exits 2 with one line when this torch sees no GPU."""
+    if not torch.cuda.is_available():
+        die(script, f"CUDA is not available (torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+                    "this script needs a GPU", EXIT_NO_CUDA)
+
+
+def ops_library_path():
+    """$SPARSEVIT_OPS_LIB, else $SPARSEVIT_BUILD/libsparsevit_ops.so (default build-device/)."""
+    if os.environ.get("SPARSEVIT_OPS_LIB"):
+        return os.environ["SPARSEVIT_OPS_LIB"]
     build = os.environ.get("SPARSEVIT_BUILD", os.path.join(ROOT, "build-device"))
-    torch.ops.load_library(os.path.join(build, "libsparsevit_ops.so"))
+    return os.path.join(build, "libsparsevit_ops.so")
+
+
+def load_ops(script="device_common"):
+    """Loads libsparsevit_ops.so into torch.ops and returns torch.ops.sparsevit (one-line exit 1 if not)."""
+    path = ops_library_path()
+    if not os.path.isfile(path):
+        die(script, f"{path} does not exist (build the target sparsevit_ops, or set SPARSEVIT_BUILD / SPARSEVIT_OPS_LIB)")
+    try:
+        torch.ops.load_library(path)
+    except Exception as e:  # noqa: BLE001
+        die(script, f"{path} does not load into torch {torch.__version__}: {str(e).splitlines()[0][:300]}")
     return torch.ops.sparsevit
 
 
 def fibottention_like(tokens, heads, seed=0):
-    """Per head: |j - k| in a Fibonacci-like offset set shifted per head, plus token 0 (the class
-    token) as a global row and column. CPU int32 (row_ptr [H, N+1], col_idx [H, nnz_max])."""
+    """Per head: |j - k| in a Fibonacci-like offset set shifted per head (offset 0 on even heads),
+    plus token 0 as a global row and column. CPU int32 (row_ptr [H, N+1], col_idx [H, nnz_max])."""
     rows_per_head = []
     for h in range(heads):
         a, b = 1 + h % 3, 2 + h
@@ -41,11 +73,12 @@ def fibottention_like(tokens, heads, seed=0):
 
 
 def random_pattern(tokens, heads, keys_per_row, seed=0):
+    """Random sorted keys per row (some rows empty): the CSR kernel's path."""
     g = torch.Generator().manual_seed(seed)
     rows_per_head = []
     for _ in range(heads):
         rows = []
-        for j in range(tokens):
+        for _ in range(tokens):
             n = int(torch.randint(0, keys_per_row * 2 + 1, (1,), generator=g))
             rows.append(sorted(torch.randperm(tokens, generator=g)[:n].tolist()))
         rows_per_head.append(rows)
@@ -67,29 +100,24 @@ def csr_from_rows(rows_per_head, tokens):
     return row_ptr, col_idx
 
 
-def project_fibottention(tokens, heads, layers=12):
-    """The project's own Fibottention pattern of layer 0 (configs/attention/vit_fibottention.yaml)
-    when the Python package loads, else None."""
-    try:
-        sys.path.insert(0, os.path.join(ROOT, "python"))
-        import sparsevit  # noqa: F401
-        cfg = os.path.join(ROOT, "configs", "attention", "vit_fibottention.yaml")
-        return sparsevit.patterns.build(cfg, tokens, heads, layer=0, layers=layers)
-    except Exception as e:  # noqa: BLE001 - any failure: fall back, and say so
-        print(f"device_common: the package's Fibottention is unavailable ({e}); using fibottention_like", flush=True)
-        return None
+def pattern(kind, tokens, heads):
+    """(row_ptr, col_idx) on the CPU: 'fibottention' / 'fibottention_none' (the project's, precomputed;
+    12 heads), 'fibottention_like', 'random'."""
+    if kind in ("fibottention", "fibottention_none"):
+        rp, ci = device_patterns.csr(tokens, "global" if kind == "fibottention" else "none")
+        if rp.shape[0] != heads:
+            raise ValueError(f"the precomputed pattern has {rp.shape[0]} heads, asked for {heads}")
+        return rp, ci
+    if kind == "fibottention_like":
+        return fibottention_like(tokens, heads)
+    if kind == "random":
+        return random_pattern(tokens, heads, 8)
+    raise ValueError(f"unknown pattern kind {kind!r}")
 
 
 def dense_mask(row_ptr, col_idx, tokens, device):
     """[H, N, N] bool: True where a key is kept."""
-    heads = row_ptr.shape[0]
-    mask = torch.zeros(heads, tokens, tokens, dtype=torch.bool)
-    for h in range(heads):
-        lengths = (row_ptr[h, 1:] - row_ptr[h, :-1]).long()
-        rows = torch.repeat_interleave(torch.arange(tokens), lengths)
-        cols = col_idx[h, :int(row_ptr[h, -1])].long()
-        mask[h, rows, cols] = True
-    return mask.to(device)
+    return device_patterns.dense_mask(row_ptr, col_idx, device)
 
 
 def masked_reference(q, k, v, mask, scale):
@@ -102,19 +130,25 @@ def masked_reference(q, k, v, mask, scale):
 
 
 def rel_err(got, want):
-    """max |got - want| / max |want| over the tensor."""
+    """max |got - want| / max |want| over the tensor (inf when got has a NaN)."""
     want = want.double()
-    return float((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30))
+    diff = (got.double() - want).abs().max()
+    if torch.isnan(diff):
+        return float("inf")
+    return float(diff / want.abs().max().clamp_min(1e-30))
 
 
 class Records:
-    """JSON lines at `path`, one per check or timing, echoed to stdout."""
+    """JSON lines at `path`, one per check or timing, flushed at once (a killed stage keeps what it
+    wrote) and echoed to stdout."""
 
-    def __init__(self, path):
+    def __init__(self, path, **common):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.f = open(path, "a")
+        self.common = common
 
     def add(self, **record):
-        line = json.dumps(record, default=str)
+        line = json.dumps({**self.common, **record}, default=str)
         self.f.write(line + "\n")
         self.f.flush()
         print(line, flush=True)
