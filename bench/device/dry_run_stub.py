@@ -75,12 +75,12 @@ def main():
     f = open(path, "a") if path else None
     step = args.seconds / max(len(recs), 1)
     for r in recs:
-        time.sleep(step)
         line = json.dumps({**r, "dry_run": True})
         if f:
             f.write(line + "\n")
             f.flush()
         print(line if f is None else f"dry-run {args.stage}: {line[:100]}", flush=True)
+        time.sleep(step)
     if args.stage == "memcheck":
         print("========= COMPUTE-SANITIZER (dry run stand-in)\n========= ERROR SUMMARY: 0 errors", flush=True)
     if args.stage == "env":
