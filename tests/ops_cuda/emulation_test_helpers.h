@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cuda/diagonal_tile_plan.h"
 #include "ops/cuda/host_emulation.h"
 
 namespace sparsevit::ops::cuda::testing {
@@ -93,7 +94,7 @@ inline Pattern diagonal_pattern(int64_t H, int64_t N, const std::vector<std::vec
 // The int32 CSR, its transpose and (diagonal patterns) the plan, as the op prepares them; col_idx,
 // t_query and t_edge padded past every head's entries with out-of-range garbage (never read).
 struct PreparedPattern {
-  int64_t nnz_stride = 0, max_slots = 0;
+  int64_t nnz_stride = 0, max_slots = 0, max_globals = 0;
   std::vector<int32_t> row_ptr, col_idx, t_row_ptr, t_query, t_edge;
   std::vector<int32_t> delta_ptr, deltas, global_ptr, globals, global_pos;
   std::vector<uint8_t> is_global;
@@ -147,6 +148,7 @@ struct PreparedPattern {
       global_ptr.push_back(static_cast<int32_t>(globals.size()));
       for (int32_t g : p.globals[h]) is_global[h * N + g] = 1;
       max_slots = std::max<int64_t>(max_slots, p.deltas[h].size() + p.globals[h].size());
+      max_globals = std::max<int64_t>(max_globals, p.globals[h].size());
     }
     global_pos.assign(globals.size() * N, garbage);
     for (int64_t h = 0; h < H; ++h)
@@ -354,8 +356,10 @@ inline double relative_error(const std::vector<double>& got, const std::vector<d
 template <typename T, typename S>
 struct EmulatedRun {
   TokenBuffer<S> q, k, v, out, g, dq, dk, dv;
-  std::vector<T> lse, edge_p, edge_ds, slot_p, slot_ds;
+  std::vector<T> lse, edge_p, edge_ds, slot_p, slot_ds, partials, workspace;
   std::vector<double> out_vals, lse_vals, dq_vals, dk_vals, dv_vals;
+  KernelDesign design = KernelDesign::kTiles;
+  MemoryTraffic forward_traffic, backward_traffic;
 
   // Runs forward (and backward when `backward`) over inputs already set in q, k, v, g.
   void run(const Pattern& p, const PreparedPattern& pp, int64_t B, int64_t D, double scale, bool diagonal,
@@ -375,7 +379,11 @@ struct EmulatedRun {
     fa.lse = lse.data();
     fa.pair_loads = q.view.pairs_aligned() && k.view.pairs_aligned() && v.view.pairs_aligned() &&
                     out.view.pairs_aligned();
-    emulate_forward(fa, diagonal);
+    // NaN-filled workspaces: a partial read before it is written surfaces in the outputs.
+    fa.partial_stride = forward_partials_per_head<T>(N, D, pp.max_globals);
+    partials.assign(B * H * fa.partial_stride + 1, std::numeric_limits<T>::quiet_NaN());
+    fa.partials = partials.data();
+    forward_traffic = emulate_forward(fa, diagonal, design);
     out_vals = out.values();
     lse_vals.assign(lse.begin(), lse.end());
     if (!backward) return;
@@ -412,7 +420,10 @@ struct EmulatedRun {
     }
     ba.pair_loads = fa.pair_loads && g.view.pairs_aligned() && dq.view.pairs_aligned() &&
                     dk.view.pairs_aligned() && dv.view.pairs_aligned();
-    emulate_backward(ba, diagonal);
+    ba.workspace_stride = backward_workspace_per_head<T>(N, D, pp.max_globals);
+    workspace.assign(B * H * ba.workspace_stride + 1, std::numeric_limits<T>::quiet_NaN());
+    ba.workspace = workspace.data();
+    backward_traffic = emulate_backward(ba, diagonal, design);
     dq_vals = dq.values();
     dk_vals = dk.values();
     dv_vals = dv.values();
@@ -440,9 +451,11 @@ struct Problem {
     return x;
   }
   // Runs the emulation with q, k, v, g in `in_layout` (or packed qkv) and outputs in `out_layout`.
-  EmulatedRun<T, S> run(bool diagonal, bool backward, Layout in_layout, Layout out_layout, bool packed = false) const {
+  EmulatedRun<T, S> run(bool diagonal, bool backward, Layout in_layout, Layout out_layout, bool packed = false,
+                        KernelDesign design = KernelDesign::kTiles) const {
     const int64_t H = pattern.heads, N = pattern.tokens;
     EmulatedRun<T, S> r;
+    r.design = design;
     if (packed) {
       PackedQkv<S> qkv(B, H, N, D);
       r.q = qkv.q;

@@ -56,6 +56,10 @@ struct ForwardArgs : PatternArgs<T> {
   TokenView<const S> q, k, v;
   TokenView<S> out;
   T* lse = nullptr;  // [B*H, N]; -inf for rows without keys
+  // The tiled diagonal kernels: per (batch, head) the per-tile partials of the global rows,
+  // forward_partials_per_head (diagonal_tile_plan.h) elements at partials + bh * partial_stride.
+  T* partials = nullptr;
+  int64_t partial_stride = 0;
 };
 
 template <typename T, typename S>
@@ -66,8 +70,14 @@ struct BackwardArgs : PatternArgs<T> {
   // P and dS per CSR edge [B*H, nnz_stride] (the general kernels; the diagonal ones: global rows).
   T* edge_p = nullptr;
   T* edge_ds = nullptr;
-  // The diagonal kernels: P and dS per (slot, query) [B*H, slot_stride], slot s = the head's s-th
-  // delta, then its global columns; slot_stride >= max_slots * N.
+  // The tiled diagonal kernels: per (batch, head) Di = dO.O per query, then the per-tile partials
+  // of the global rows and columns, backward_workspace_per_head (diagonal_tile_plan.h) elements at
+  // workspace + bh * workspace_stride.
+  T* workspace = nullptr;
+  int64_t workspace_stride = 0;
+  // The per-row diagonal kernels (the emulation's row design only): P and dS per (slot, query)
+  // [B*H, slot_stride], slot s = the head's s-th delta, then its global columns; slot_stride >=
+  // max_slots * N.
   T* slot_p = nullptr;
   T* slot_ds = nullptr;
   int64_t slot_stride = 0;

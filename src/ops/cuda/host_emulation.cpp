@@ -1,12 +1,18 @@
-// The emulated grid: blocks of kWarpsPerBlock warps, warp w of block b owning flat row
-// warp_row(b, w), exactly as the kernels' launch (sparse_attention_kernels.cu) maps them. A warp's
-// 32 lanes run in a loop; sum() is the kernels' shuffle butterfly over an array.
+// The emulated launches: the tiled diagonal kernels CTA by CTA (EmulatedCta, the grid of
+// sparse_attention_kernels.cu: one CTA per (batch-head, tile), then the merges of the global
+// tokens), and the per-row kernels warp by warp (blocks of kWarpsPerBlock warps, one row per warp,
+// the 32 lanes in a loop, sum() the shuffle butterfly over an array).
 #include "ops/cuda/host_emulation.h"
 
+#include "ops/cuda/diagonal_tiles.h"
+#include "ops/cuda/emulated_cta.h"
 #include "ops/cuda/warp_rows.h"
 
 namespace sparsevit::ops::cuda {
 namespace {
+
+// Threads of a merge CTA (one per (batch-head, global token)).
+constexpr int kMergeThreads = 128;
 
 struct EmulatedWarp {
   LaneRange lanes() const { return {0, kWarpLanes}; }
@@ -36,10 +42,161 @@ void for_each_warp(int64_t rows, F&& warp_fn) {
     }
 }
 
+// ---- the per-row kernels' traffic, modelled from their key walks ----------------------------------
+
+// A warp's load of a whole row reads every sector the row touches once; a scalar read by all lanes
+// (P, dS, lse) one sector; writes count their bytes.
+struct RowTraffic {
+  MemoryTraffic t;
+  template <typename S>
+  void row(const S* p, int64_t D) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    t.sectors_read += static_cast<int64_t>(((a + D * sizeof(S) - 1) >> 5) - (a >> 5) + 1);
+  }
+  void scalar() { ++t.sectors_read; }
+  void write(int64_t bytes) { t.bytes_written += bytes; }
+};
+
+// Calls f(source) with the key walk the per-row kernel uses for query row j of batch-head bh.
+template <typename A, typename F>
+void with_row_source(const A& a, bool diagonal, int64_t bh, int64_t j, F&& f) {
+  const int64_t h = bh % a.heads;
+  if (!diagonal) return f(CsrRowSource(a, h, j));
+  const HeadDiagonals hd(a.diag, h, a.tokens);
+  if (hd.isg[j]) return f(CsrRowSource(a, h, j));
+  f(DiagRowSource(hd, j));
+}
+
+template <typename T, typename S>
+MemoryTraffic row_forward_traffic(const ForwardArgs<T, S>& a, bool diagonal) {
+  RowTraffic m;
+  const int64_t H = a.heads, N = a.tokens, D = a.dim;
+  for (int64_t row = 0; row < a.rows(); ++row) {
+    const int64_t bh = row / N, j = row - bh * N;
+    m.row(a.q.row(bh, H, j), D);
+    with_row_source(a, diagonal, bh, j, [&](auto src) {
+      Edge e[kKeyChunk];
+      while (src.next(e))
+        for (const Edge& x : e)
+          if (x.valid) {
+            m.row(a.k.row(bh, H, x.token), D);
+            m.row(a.v.row(bh, H, x.token), D);
+          }
+    });
+    m.write(D * static_cast<int64_t>(sizeof(S)) + static_cast<int64_t>(sizeof(T)));
+  }
+  return m.t;
+}
+
+template <typename T, typename S>
+MemoryTraffic row_backward_traffic(const BackwardArgs<T, S>& a, bool diagonal) {
+  RowTraffic m;
+  const int64_t H = a.heads, N = a.tokens, D = a.dim, row_bytes = D * static_cast<int64_t>(sizeof(S));
+  for (int64_t row = 0; row < a.rows(); ++row) {  // the query pass
+    const int64_t bh = row / N, j = row - bh * N;
+    m.row(a.q.row(bh, H, j), D);
+    m.row(a.grad_out.row(bh, H, j), D);
+    m.row(a.out.row(bh, H, j), D);
+    m.scalar();
+    with_row_source(a, diagonal, bh, j, [&](auto src) {
+      Edge e[kKeyChunk];
+      while (src.next(e))
+        for (const Edge& x : e)
+          if (x.valid) {
+            m.row(a.k.row(bh, H, x.token), D);
+            m.row(a.v.row(bh, H, x.token), D);
+            m.write(2 * static_cast<int64_t>(sizeof(T)));
+          }
+    });
+    m.write(row_bytes);
+  }
+  for (int64_t row = 0; row < a.rows(); ++row) {  // the key pass
+    const int64_t bh = row / N, k = row - bh * N, h = bh % H;
+    auto walk = [&](auto src) {
+      Edge e[kKeyChunk];
+      while (src.next(e))
+        for (const Edge& x : e)
+          if (x.valid) {
+            m.scalar();
+            m.scalar();
+            m.row(a.grad_out.row(bh, H, x.token), D);
+            m.row(a.q.row(bh, H, x.token), D);
+          }
+    };
+    if (diagonal) {
+      walk(DiagKeySource(HeadDiagonals(a.diag, h, N), k));
+    } else {
+      walk(CsrKeySource(a, h, k));
+    }
+    m.write(2 * row_bytes);
+  }
+  return m.t;
+}
+
+// ---- the tiled kernels ----------------------------------------------------------------------------
+
+template <int kDim, typename T, typename S>
+MemoryTraffic tiled_forward(const ForwardArgs<T, S>& a, bool count_only) {
+  using Shape = TileShape<T, kDim>;
+  MemoryTraffic tr;
+  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups);
+  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
+      forward_tile<kDim>(cta, a, bh, tile);
+    }
+  // The merges run after every tile (a second launch on the stream).
+  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
+    for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
+      EmulatedCta cta(1, kMergeThreads, count_only, &tr);
+      forward_merge(cta, a, bh, gi, Shape::kGroups);
+    }
+  return tr;
+}
+
+template <int kDim, typename T, typename S>
+MemoryTraffic tiled_backward(const BackwardArgs<T, S>& a, bool count_only) {
+  using Shape = TileShape<T, kDim>;
+  MemoryTraffic tr;
+  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups);
+  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
+      backward_query_tile<kDim>(cta, a, bh, tile);
+    }
+  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
+      backward_key_tile<kDim>(cta, a, bh, tile);
+    }
+  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
+    for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
+      EmulatedCta cta(1, kMergeThreads, count_only, &tr);
+      backward_merge(cta, a, bh, gi, Shape::kGroups);
+    }
+  return tr;
+}
+
+template <typename T, typename S>
+MemoryTraffic tiled_forward_any(const ForwardArgs<T, S>& a, bool count_only) {
+  if (a.dim == 64) return tiled_forward<64>(a, count_only);
+  if (a.dim == 128) return tiled_forward<128>(a, count_only);
+  return tiled_forward<0>(a, count_only);
+}
+template <typename T, typename S>
+MemoryTraffic tiled_backward_any(const BackwardArgs<T, S>& a, bool count_only) {
+  if (a.dim == 64) return tiled_backward<64>(a, count_only);
+  if (a.dim == 128) return tiled_backward<128>(a, count_only);
+  return tiled_backward<0>(a, count_only);
+}
+
+bool tiled(bool diagonal, KernelDesign design) { return diagonal && design == KernelDesign::kTiles; }
+
 }  // namespace
 
 template <typename T, typename S>
-void emulate_forward(const ForwardArgs<T, S>& a, bool diagonal) {
+MemoryTraffic emulate_forward(const ForwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
+  if (tiled(diagonal, design)) return tiled_forward_any(a, false);
   for_each_warp(a.rows(), [&](const EmulatedWarp& w, int64_t row) {
     if (diagonal) {
       forward_diagonal_warp(w, a, row);
@@ -47,10 +204,12 @@ void emulate_forward(const ForwardArgs<T, S>& a, bool diagonal) {
       forward_csr_warp(w, a, row);
     }
   });
+  return row_forward_traffic(a, diagonal);
 }
 
 template <typename T, typename S>
-void emulate_backward(const BackwardArgs<T, S>& a, bool diagonal) {
+MemoryTraffic emulate_backward(const BackwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
+  if (tiled(diagonal, design)) return tiled_backward_any(a, false);
   // Two launches on one stream: every query row is done before any key row starts.
   for_each_warp(a.rows(), [&](const EmulatedWarp& w, int64_t row) {
     if (diagonal) {
@@ -66,13 +225,24 @@ void emulate_backward(const BackwardArgs<T, S>& a, bool diagonal) {
       backward_key_csr_warp(w, a, row);
     }
   });
+  return row_backward_traffic(a, diagonal);
 }
 
-template void emulate_forward(const ForwardArgs<float, float>&, bool);
-template void emulate_forward(const ForwardArgs<float, BFloat16Bits>&, bool);
-template void emulate_forward(const ForwardArgs<double, double>&, bool);
-template void emulate_backward(const BackwardArgs<float, float>&, bool);
-template void emulate_backward(const BackwardArgs<float, BFloat16Bits>&, bool);
-template void emulate_backward(const BackwardArgs<double, double>&, bool);
+template <typename T, typename S>
+MemoryTraffic count_forward_traffic(const ForwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
+  return tiled(diagonal, design) ? tiled_forward_any(a, true) : row_forward_traffic(a, diagonal);
+}
+
+template <typename T, typename S>
+MemoryTraffic count_backward_traffic(const BackwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
+  return tiled(diagonal, design) ? tiled_backward_any(a, true) : row_backward_traffic(a, diagonal);
+}
+
+#define SPARSEVIT_EMULATION_INSTANTIATE(T, S)                                                  \
+  template MemoryTraffic emulate_forward(const ForwardArgs<T, S>&, bool, KernelDesign);         \
+  template MemoryTraffic emulate_backward(const BackwardArgs<T, S>&, bool, KernelDesign);       \
+  template MemoryTraffic count_forward_traffic(const ForwardArgs<T, S>&, bool, KernelDesign);   \
+  template MemoryTraffic count_backward_traffic(const BackwardArgs<T, S>&, bool, KernelDesign);
+SPARSEVIT_EMULATION_TYPES(SPARSEVIT_EMULATION_INSTANTIATE)
 
 }  // namespace sparsevit::ops::cuda
