@@ -360,6 +360,8 @@ struct EmulatedRun {
   std::vector<double> out_vals, lse_vals, dq_vals, dk_vals, dv_vals;
   KernelDesign design = KernelDesign::kTiles;
   MemoryTraffic forward_traffic, backward_traffic;
+  // The same launches counted without running them (count_*_traffic), for comparison.
+  MemoryTraffic forward_counted, backward_counted;
 
   // Runs forward (and backward when `backward`) over inputs already set in q, k, v, g.
   void run(const Pattern& p, const PreparedPattern& pp, int64_t B, int64_t D, double scale, bool diagonal,
@@ -384,6 +386,7 @@ struct EmulatedRun {
     partials.assign(B * H * fa.partial_stride + 1, std::numeric_limits<T>::quiet_NaN());
     fa.partials = partials.data();
     forward_traffic = emulate_forward(fa, diagonal, design);
+    forward_counted = count_forward_traffic(fa, diagonal, design);
     out_vals = out.values();
     lse_vals.assign(lse.begin(), lse.end());
     if (!backward) return;
@@ -424,6 +427,7 @@ struct EmulatedRun {
     workspace.assign(B * H * ba.workspace_stride + 1, std::numeric_limits<T>::quiet_NaN());
     ba.workspace = workspace.data();
     backward_traffic = emulate_backward(ba, diagonal, design);
+    backward_counted = count_backward_traffic(ba, diagonal, design);
     dq_vals = dq.values();
     dk_vals = dk.values();
     dv_vals = dv.values();

@@ -19,8 +19,12 @@ struct TileShape {
   static constexpr int kLaneElems = sizeof(T) == 8 ? 8 : 16;       // E: elements a lane holds
   static constexpr int kPitch = kDim == 0 ? 128 : kDim;           // elements a group holds (smem row pitch)
   static constexpr int kLanes = kPitch / kLaneElems;              // L: lanes per query
-  static constexpr int kThreads = sizeof(T) == 8 ? 512 : 1024;
-  static constexpr int kGroups = kThreads / kLanes;               // G: queries (keys) per tile
+  static constexpr int kThreads = 512;                            // 128 registers a thread
+  static constexpr int kGroups = kThreads / kLanes;               // G: groups of a CTA
+  // Queries (keys) per group, each with its accumulators in registers: a tile is G * Q rows.
+  // Several rows per thread share the thread's temporaries, so wide tiles fit the register file.
+  static constexpr int kForwardQueries = sizeof(T) == 8 ? 2 : 4;
+  static constexpr int kBackwardRows = sizeof(T) == 8 ? 1 : 2;
   static_assert(kLanes >= 1 && kLanes <= kWarpLanes && (kLanes & (kLanes - 1)) == 0, "lanes: a power of 2");
 };
 
@@ -82,19 +86,28 @@ SV_HD int64_t tile_groups(int64_t dim) {
 // of each global row (m, l, acc[D]); the backward's Di = dO.O per query, then the per-tile partials
 // of each global row's dq (D) and of each global column's dk, dv (2D).
 template <typename T>
+SV_HD int64_t forward_tile_queries(int64_t dim) {
+  return tile_groups<T>(dim) * TileShape<T, 0>::kForwardQueries;
+}
+template <typename T>
+SV_HD int64_t backward_tile_rows(int64_t dim) {
+  return tile_groups<T>(dim) * TileShape<T, 0>::kBackwardRows;
+}
+template <typename T>
 SV_HD int64_t forward_partials_per_head(int64_t tokens, int64_t dim, int64_t globals) {
-  return globals * tiles_for(tokens, tile_groups<T>(dim)) * (dim + 2);
+  return globals * tiles_for(tokens, forward_tile_queries<T>(dim)) * (dim + 2);
 }
 template <typename T>
 SV_HD int64_t backward_workspace_per_head(int64_t tokens, int64_t dim, int64_t globals) {
-  return tokens + globals * tiles_for(tokens, tile_groups<T>(dim)) * 3 * dim;
+  return tokens + globals * tiles_for(tokens, backward_tile_rows<T>(dim)) * 3 * dim;
 }
 
-// Shared memory of a tiled kernel: `own` rows of the tile (G rows each), `globals` rows per global
-// token (kMaxTileGlobals of them) plus two scalars each, the per-global partial accumulators
-// (`acc_rows` rows of P values of T) and two score arrays of G, then the two stage buffers, each
-// sized so that the whole fits kSmemBudget. Rows are padded to 16 bytes.
-constexpr int64_t kSmemBudget = 200 * 1024;
+// Shared memory of a tiled kernel with tiles of `tile` rows: `own` tensors' rows of the tile,
+// `global_tensors` rows per global token (kMaxTileGlobals of them) plus two scalars each, the
+// per-global partial accumulators (`acc_rows` rows of P values of T) and two score arrays of
+// `tile`, then the two stage buffers, each sized so that the whole fits kSmemBudget. Every piece
+// is padded to 16 bytes.
+constexpr int64_t kSmemBudget = 160 * 1024;  // under sm_80's 163 KB a block (sm_90: 227 KB)
 
 SV_HD int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
@@ -103,13 +116,13 @@ struct TileSmem {
   using Shape = TileShape<T, kDim>;
   int64_t own_bytes, global_bytes, acc_bytes, stage_row_bytes, stage_rows_n, stage_bytes;
   int stage_tensors, stage_scalars;
-  SV_HD TileSmem(int own, int global_tensors, int acc_rows, int stage_tensors_, int stage_scalars_)
+  SV_HD TileSmem(int64_t tile, int own, int global_tensors, int acc_rows, int stage_tensors_, int stage_scalars_)
       : stage_tensors(stage_tensors_), stage_scalars(stage_scalars_) {
-    constexpr int64_t P = Shape::kPitch, G = Shape::kGroups;
-    own_bytes = align16(own * G * P * static_cast<int64_t>(sizeof(S)));
+    constexpr int64_t P = Shape::kPitch;
+    own_bytes = align16(own * tile * P * static_cast<int64_t>(sizeof(S)));
     global_bytes = align16(global_tensors * kMaxTileGlobals * P * static_cast<int64_t>(sizeof(S)) +
                            2 * kMaxTileGlobals * static_cast<int64_t>(sizeof(T)));
-    acc_bytes = align16((acc_rows * kMaxTileGlobals * (P + 2) + 2 * kMaxTileGlobals * G + 2 * kMaxTileGlobals) *
+    acc_bytes = align16((acc_rows * kMaxTileGlobals * (P + 2) + 2 * kMaxTileGlobals * tile + 2 * kMaxTileGlobals) *
                         static_cast<int64_t>(sizeof(T)));
     stage_row_bytes = stage_tensors * P * static_cast<int64_t>(sizeof(S)) + stage_scalars * static_cast<int64_t>(sizeof(T));
     stage_rows_n = (kSmemBudget - own_bytes - global_bytes - acc_bytes) / (2 * stage_row_bytes);
@@ -122,10 +135,19 @@ struct TileSmem {
 // (own q, dO; stage K, V; globals K, V, q, dO, O), backward key pass (own K, V; stage q, dO, lse,
 // Di; globals q, dO, K, V).
 template <typename T, typename S, int kDim>
-SV_HD TileSmem<T, S, kDim> forward_smem() { return TileSmem<T, S, kDim>(0, 3, 1, 2, 0); }
+SV_HD TileSmem<T, S, kDim> forward_smem() {
+  using Sh = TileShape<T, kDim>;
+  return TileSmem<T, S, kDim>(Sh::kGroups * Sh::kForwardQueries, 1, 3, 1, 2, 0);
+}
 template <typename T, typename S, int kDim>
-SV_HD TileSmem<T, S, kDim> query_pass_smem() { return TileSmem<T, S, kDim>(2, 5, 1, 2, 0); }
+SV_HD TileSmem<T, S, kDim> query_pass_smem() {
+  using Sh = TileShape<T, kDim>;
+  return TileSmem<T, S, kDim>(Sh::kGroups * Sh::kBackwardRows, 2, 5, 1, 2, 0);
+}
 template <typename T, typename S, int kDim>
-SV_HD TileSmem<T, S, kDim> key_pass_smem() { return TileSmem<T, S, kDim>(2, 4, 2, 2, 2); }
+SV_HD TileSmem<T, S, kDim> key_pass_smem() {
+  using Sh = TileShape<T, kDim>;
+  return TileSmem<T, S, kDim>(Sh::kGroups * Sh::kBackwardRows, 2, 4, 2, 2, 2);
+}
 
 }  // namespace sparsevit::ops::cuda

@@ -36,6 +36,18 @@ struct Slots {
 };
 template <typename X>
 using GroupSlots = Slots<X, kHostGroups>;
+// One value per query of a group (kQ queries per group): kQ on the device, all the tile's on the host.
+#if defined(__CUDA_ARCH__)
+template <typename X, int kQ>
+using QuerySlots = Slots<X, kQ>;
+template <int kQ>
+SV_HD int query_slot(int, int qi) { return qi; }
+#else
+template <typename X, int kQ>
+using QuerySlots = Slots<X, 512>;  // the widest tile the emulation runs
+template <int kQ>
+SV_HD int query_slot(int g, int qi) { return g * kQ + qi; }
+#endif
 template <typename X>
 using LaneSlots = Slots<X, kHostLanes>;
 
@@ -51,47 +63,51 @@ struct LaneRow {
 
 // ---- lane arithmetic on staged rows ------------------------------------------------------------
 
+// Which elements a lane holds: its E elements are E / per 16-byte chunks (per = 16 / sizeof(S)
+// elements each), chunk c of lane l being the row's chunk c * L + l. So one load instruction of a
+// group reads L consecutive chunks, and a warp's instruction reads whole sectors of its rows.
+template <int L, typename S>
+SV_HD int64_t lane_chunk_first(int lane, int c) {
+  return static_cast<int64_t>(c * L + lane) * (16 / static_cast<int>(sizeof(S)));
+}
+
 // Lane `lane`'s elements of a shared-memory row (16-byte shared loads on the device); elements at
 // or past D read as 0 (only the generic shape has any).
-template <int kDim, int E, typename T, typename S>
+template <int kDim, int L, int E, typename T, typename S>
 SV_HD void read_lane(LaneRow<T, E>& r, const S* row, int lane, int64_t D) {
-  const S* p = row + lane * E;
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
+  SV_UNROLL
+  for (int c = 0; c < E / per; ++c) {
+    const S* p = row + lane_chunk_first<L, S>(lane, c);
+    T* x = r.x + c * per;
 #if defined(__CUDA_ARCH__)
-  if constexpr (sizeof(S) == 2) {
-    SV_UNROLL
-    for (int c = 0; c < E / 8; ++c) {
-      const uint4 u = reinterpret_cast<const uint4*>(p)[c];
+    if constexpr (sizeof(S) == 2) {
+      const uint4 u = *reinterpret_cast<const uint4*>(p);
       const uint32_t w[4] = {u.x, u.y, u.z, u.w};
       SV_UNROLL
       for (int i = 0; i < 4; ++i) {
-        r.x[8 * c + 2 * i] = bits_to_float(w[i] << 16);
-        r.x[8 * c + 2 * i + 1] = bits_to_float(w[i] & 0xffff0000u);
+        x[2 * i] = bits_to_float(w[i] << 16);
+        x[2 * i + 1] = bits_to_float(w[i] & 0xffff0000u);
       }
+    } else if constexpr (sizeof(S) == 4) {
+      const float4 f = *reinterpret_cast<const float4*>(p);
+      x[0] = f.x;
+      x[1] = f.y;
+      x[2] = f.z;
+      x[3] = f.w;
+    } else {
+      const double2 f = *reinterpret_cast<const double2*>(p);
+      x[0] = f.x;
+      x[1] = f.y;
     }
-  } else if constexpr (sizeof(S) == 4) {
-    SV_UNROLL
-    for (int c = 0; c < E / 4; ++c) {
-      const float4 f = reinterpret_cast<const float4*>(p)[c];
-      r.x[4 * c] = f.x;
-      r.x[4 * c + 1] = f.y;
-      r.x[4 * c + 2] = f.z;
-      r.x[4 * c + 3] = f.w;
-    }
-  } else {
-    SV_UNROLL
-    for (int c = 0; c < E / 2; ++c) {
-      const double2 f = reinterpret_cast<const double2*>(p)[c];
-      r.x[2 * c] = f.x;
-      r.x[2 * c + 1] = f.y;
-    }
-  }
 #else
-  for (int e = 0; e < E; ++e) r.x[e] = to_compute(p[e]);
+    for (int i = 0; i < per; ++i) x[i] = to_compute(p[i]);
 #endif
-  if (kDim == 0) {
-    SV_UNROLL
-    for (int e = 0; e < E; ++e)
-      if (lane * E + e >= D) r.x[e] = T(0);
+    if (kDim == 0) {
+      SV_UNROLL
+      for (int i = 0; i < per; ++i)
+        if (lane_chunk_first<L, S>(lane, c) + i >= D) x[i] = T(0);
+    }
   }
 }
 
@@ -172,46 +188,42 @@ SV_HD void stage_scalars(Cta& cta, T* dst, const T* src, int64_t n) {
 }
 
 // Lane `lane`'s elements of a global row into registers (16-byte loads when the row allows).
-template <int kDim, int E, typename Cta, typename T, typename S>
+template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void load_lane_row(Cta& cta, int tid, LaneRow<T, E>& r, const S* row, int lane, int64_t D, bool vec16) {
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
   r.zero();
-  const int64_t first = static_cast<int64_t>(lane) * E;
-  if (vec16 && (kDim != 0 || first + E <= D)) {
-    constexpr int per = 16 / static_cast<int>(sizeof(S));
-    SV_UNROLL
-    for (int c = 0; c < E / per; ++c) {
-      S buf[per];
-      cta.load16(tid, buf, row + first + c * per);
+  SV_UNROLL
+  for (int c = 0; c < E / per; ++c) {
+    const int64_t first = lane_chunk_first<L, S>(lane, c);
+    if (vec16 && (kDim != 0 || first + per <= D)) {
+      alignas(16) S buf[per];
+      cta.load16(tid, buf, row + first);
       SV_UNROLL
       for (int i = 0; i < per; ++i) r.x[c * per + i] = to_compute(buf[i]);
+    } else {
+      for (int i = 0; i < per; ++i)
+        if (first + i < D) r.x[c * per + i] = to_compute(cta.load(tid, row + first + i));
     }
-    return;
   }
-  for (int e = 0; e < E; ++e)
-    if (first + e < D) r.x[e] = to_compute(cta.load(tid, row + first + e));
 }
 
 // Lane `lane`'s elements of v * factor to a global row.
-template <int kDim, int E, typename Cta, typename T, typename S>
+template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void store_lane_row(Cta& cta, int tid, S* row, int lane, int64_t D, bool vec16, const LaneRow<T, E>& v, T factor) {
-  const int64_t first = static_cast<int64_t>(lane) * E;
-  if (vec16 && (kDim != 0 || first + E <= D)) {
-    constexpr int per = 16 / static_cast<int>(sizeof(S));
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
+  SV_UNROLL
+  for (int c = 0; c < E / per; ++c) {
+    const int64_t first = lane_chunk_first<L, S>(lane, c);
+    alignas(16) S buf[per];
     SV_UNROLL
-    for (int c = 0; c < E / per; ++c) {
-      S buf[per];
-      SV_UNROLL
-      for (int i = 0; i < per; ++i) from_compute(buf[i], v.x[c * per + i] * factor);
-      cta.store16(tid, row + first + c * per, buf);
+    for (int i = 0; i < per; ++i) from_compute(buf[i], v.x[c * per + i] * factor);
+    if (vec16 && (kDim != 0 || first + per <= D)) {
+      cta.store16(tid, row + first, buf);
+    } else {
+      for (int i = 0; i < per; ++i)
+        if (first + i < D) cta.store(tid, row + first + i, buf[i]);
     }
-    return;
   }
-  for (int e = 0; e < E; ++e)
-    if (first + e < D) {
-      S s;
-      from_compute(s, v.x[e] * factor);
-      cta.store(tid, row + first + e, s);
-    }
 }
 
 // ---- stages ---------------------------------------------------------------------------------------
@@ -261,8 +273,8 @@ template <typename T>
 struct GlobalPartials {
   T *acc, *m, *l, *a, *b, *m_next;
   int64_t P, G;
-  SV_HD GlobalPartials(SmemCursor& c, int acc_rows, int64_t P_, int64_t G_) : P(P_), G(G_) {
-    acc = c.take<T>((acc_rows * kMaxTileGlobals * (P + 2) + 2 * kMaxTileGlobals * G + 2 * kMaxTileGlobals) * sizeof(T));
+  SV_HD GlobalPartials(SmemCursor& c, int64_t bytes, int acc_rows, int64_t P_, int64_t G_) : P(P_), G(G_) {
+    acc = c.take<T>(bytes);
     m = acc + acc_rows * kMaxTileGlobals * P;
     l = m + kMaxTileGlobals;
     a = acc + acc_rows * kMaxTileGlobals * (P + 2);
@@ -287,19 +299,21 @@ SV_HD void zero_partials(Cta& cta, const GlobalPartials<T>& gp, int acc_rows, in
 
 // One chunk of up to kKeyChunk keys of query row q: scores (all partial dots before any reduction),
 // the online-softmax update, acc += p v.
-template <int kDim, int E, typename Cta, typename T, typename S>
-SV_HD void forward_chunk(const Cta& cta, int g, const LaneSlots<LaneRow<T, E>>& q, LaneSlots<LaneRow<T, E>>& acc,
+template <int kDim, int L, int E, typename Cta, typename T, typename S>
+SV_HD void forward_chunk(const Cta& cta, int g, const S* qrow, LaneSlots<LaneRow<T, E>>& acc,
                          OnlineSoftmax<T>& sm, const S* const (&kr)[kKeyChunk], const S* const (&vr)[kKeyChunk],
                          const bool (&ok)[kKeyChunk], T scale, int64_t D) {
   LaneSlots<T> part[kKeyChunk];
   for (int lane : cta.lanes()) {
+    LaneRow<T, E> q;
+    read_lane<kDim, L>(q, qrow, lane, D);
     SV_UNROLL
     for (int i = 0; i < kKeyChunk; ++i) {
       part[i][lane] = T(0);
       if (!ok[i]) continue;
       LaneRow<T, E> k;
-      read_lane<kDim>(k, kr[i], lane, D);
-      part[i][lane] = row_dot(q[lane], k);
+      read_lane<kDim, L>(k, kr[i], lane, D);
+      part[i][lane] = row_dot(q, k);
     }
   }
   T s[kKeyChunk], p[kKeyChunk];
@@ -312,29 +326,52 @@ SV_HD void forward_chunk(const Cta& cta, int g, const LaneSlots<LaneRow<T, E>>& 
     for (int i = 0; i < kKeyChunk; ++i) {
       if (!ok[i]) continue;
       LaneRow<T, E> v;
-      read_lane<kDim>(v, vr[i], lane, D);
+      read_lane<kDim, L>(v, vr[i], lane, D);
       row_axpy(acc[lane], p[i], v);
     }
   }
 }
 
-// Query tile `tile` of batch-head bh: out and lse of its non-global queries, and its partials
-// (m, l, acc) of every global row over the tile's own keys.
+// The next up to kKeyChunk slots of a row whose key (or query) lies below `hi`, at fixed chunk
+// positions (so the per-chunk arrays stay in registers): position i is taken when slot `slot` (an
+// index into the head's ascending deltas, stepping by `step`) is in range and its row below hi; ok
+// when that row is a staged one in [lo, N) and not a global token; at[i] its row within the stage.
+// Returns whether any position was taken.
+SV_HD bool next_chunk(const HeadDiagonals& hd, int64_t own, int sign, int step, int64_t& slot, int64_t lo, int64_t hi,
+                      bool (&ok)[kKeyChunk], int64_t (&at)[kKeyChunk]) {
+  bool any = false, stop = false;
+  SV_UNROLL
+  for (int i = 0; i < kKeyChunk; ++i) {
+    const bool in_range = !stop && slot >= 0 && slot < hd.nd;
+    const int64_t r = in_range ? own + sign * static_cast<int64_t>(hd.deltas[slot]) : 0;
+    const bool take = in_range && r < hi;
+    stop = stop || (in_range && r >= hi) || !in_range;
+    if (take) slot += step;
+    any = any || take;
+    ok[i] = take && r >= lo && r < hd.n_tokens && !hd.isg[r];
+    at[i] = ok[i] ? r - lo : 0;
+  }
+  return any;
+}
+
+// Query tile `tile` of batch-head bh (kQueries queries: query t0 + qi * G + g is group g's qi-th):
+// out and lse of its non-global queries, and its partials (m, l, acc) of every global row over the
+// tile's own keys.
 template <int kDim, typename Cta, typename T, typename S>
 SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_t tile) {
   using Shape = TileShape<T, kDim>;
-  constexpr int E = Shape::kLaneElems, G = Shape::kGroups;
-  constexpr int64_t P = Shape::kPitch;
+  constexpr int E = Shape::kLaneElems, G = Shape::kGroups, L = Shape::kLanes, Q = Shape::kForwardQueries;
+  constexpr int64_t P = Shape::kPitch, GQ = static_cast<int64_t>(G) * Q;
   const int64_t H = a.heads, N = a.tokens, D = kDim != 0 ? kDim : a.dim, h = bh % H;
   const HeadDiagonals hd(a.diag, h, N);
-  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * G, tiles = tiles_for(N, G);
+  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * GQ, tiles = tiles_for(N, GQ), n_own = N - t0 < GQ ? N - t0 : GQ;
   const TileSmem<T, S, kDim> lay = forward_smem<T, S, kDim>();
   SmemCursor cur{cta.smem()};
-  cur.template take<char>(lay.own_bytes);
+  S* oq = cur.template take<S>(lay.own_bytes);
   S* gk = cur.template take<S>(lay.global_bytes);
   S* gv = gk + kMaxTileGlobals * P;
   S* gq = gv + kMaxTileGlobals * P;
-  GlobalPartials<T> gp(cur, 1, P, G);
+  GlobalPartials<T> gp(cur, lay.acc_bytes, 1, P, GQ);
   S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
   buf[1] = cur.template take<S>(lay.stage_bytes);
   const int64_t R = lay.stage_rows_n;
@@ -343,8 +380,10 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
   const S* qb = a.q.row(bh, H, 0);
   const int64_t sk = a.k.stride_n, sv = a.v.stride_n, sq = a.q.stride_n;
 
-  // The global tokens' K, V (their columns) and q (their rows) once per tile.
+  // The tile's q rows, and the global tokens' K, V (their columns) and q (their rows), once.
+  auto own = [&](int64_t r) { return t0 + r; };
   auto glob = [&](int64_t r) { return static_cast<int64_t>(hd.globs[r]); };
+  stage_tensor(cta, oq, P, qb, sq, n_own, own, D);
   stage_tensor(cta, gk, P, kb, sk, ng, glob, D);
   stage_tensor(cta, gv, P, vb, sv, ng, glob, D);
   stage_tensor(cta, gq, P, qb, sq, ng, glob, D);
@@ -353,22 +392,18 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
   cta.wait(0);
   cta.sync();
 
-  const bool qvec = rows_16byte(qb, sq, D);
-  GroupSlots<LaneSlots<LaneRow<T, E>>> q, acc;
-  GroupSlots<OnlineSoftmax<T>> sm;
-  GroupSlots<int64_t> slot;
-  for (int g : cta.groups()) {
-    slot[g] = 0;
-    sm[g] = OnlineSoftmax<T>();
-    const int64_t j = t0 + g;
-    for (int lane : cta.lanes()) {
-      acc[g][lane].zero();
-      q[g][lane].zero();
-      if (j < N && !hd.isg[j]) load_lane_row<kDim>(cta, cta.tid(g, lane), q[g][lane], qb + j * sq, lane, D, qvec);
+  QuerySlots<LaneSlots<LaneRow<T, E>>, Q> acc;
+  QuerySlots<OnlineSoftmax<T>, Q> sm;
+  QuerySlots<int64_t, Q> slot;
+  for (int g : cta.groups())
+    for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      slot[x] = 0;
+      sm[x] = OnlineSoftmax<T>();
+      for (int lane : cta.lanes()) acc[x][lane].zero();
     }
-  }
 
-  const SliceUnion un{hd.deltas, nd, t0, G, N, +1, ng > 0};
+  const SliceUnion un{hd.deltas, nd, t0, GQ, N, +1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
     S* kbuf = buf[which];
     S* vbuf = kbuf + R * P;
@@ -381,79 +416,71 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
     const S* vbuf = kbuf + R * P;
     if (!cta.compute()) return;
     // Every query: its slots whose key lies in [lo, hi), in slot order, kKeyChunk at a time.
-    for (int g : cta.groups()) {
-      const int64_t j = t0 + g;
-      if (j >= N || hd.isg[j]) continue;
-      for (;;) {
-        const S* kr[kKeyChunk];
-        const S* vr[kKeyChunk];
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+        const int x = query_slot<Q>(g, qi);
+        const int64_t j = t0 + qi * G + g;
+        if (j >= N || hd.isg[j]) continue;
         bool ok[kKeyChunk];
-        int n = 0;
-        for (; n < kKeyChunk && slot[g] < nd; ++n) {
-          const int64_t key = j + hd.deltas[slot[g]];
-          if (key >= hi) break;
-          ++slot[g];
-          ok[n] = key >= lo && key < N && !hd.isg[key];
-          kr[n] = ok[n] ? kbuf + (key - lo) * P : kbuf;
-          vr[n] = ok[n] ? vbuf + (key - lo) * P : vbuf;
+        int64_t at[kKeyChunk];
+        while (next_chunk(hd, j, +1, +1, slot[x], lo, hi, ok, at)) {
+          const S* kr[kKeyChunk];
+          const S* vr[kKeyChunk];
+          SV_UNROLL
+          for (int i = 0; i < kKeyChunk; ++i) {
+            kr[i] = kbuf + at[i] * P;
+            vr[i] = vbuf + at[i] * P;
+          }
+          forward_chunk<kDim, L, E>(cta, g, oq + (j - t0) * P, acc[x], sm[x], kr, vr, ok, a.scale, D);
         }
-        if (n == 0) break;
-        for (int i = n; i < kKeyChunk; ++i) {
-          ok[i] = false;
-          kr[i] = kbuf;
-          vr[i] = vbuf;
-        }
-        forward_chunk<kDim, E>(cta, g, q[g], acc[g], sm[g], kr, vr, ok, a.scale, D);
       }
-    }
     // The global rows over the tile's own keys in this stage: scores, then (after a barrier) the
-    // running max, the weights, and acc += p v summed over the groups in order.
-    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi_a = t0 + G < hi ? t0 + G : hi;
-    if (ng == 0 || own_lo >= own_hi_a) return;
-    for (int g : cta.groups()) {
-      const int64_t r = t0 + g;
-      const bool in = r >= lo && r < hi;
-      for (int64_t gi = 0; gi < ng; ++gi) {
-        LaneSlots<T> part;
-        for (int lane : cta.lanes()) {
-          part[lane] = T(0);
-          if (!in) continue;
-          LaneRow<T, E> qg, k;
-          read_lane<kDim>(qg, gq + gi * P, lane, D);
-          read_lane<kDim>(k, kbuf + (r - lo) * P, lane, D);
-          part[lane] = row_dot(qg, k);
+    // running max, the weights, and acc += p v summed over the tile's keys in order.
+    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi = t0 + GQ < hi ? t0 + GQ : hi;
+    if (ng == 0 || own_lo >= own_hi) return;
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+        const int64_t r = t0 + qi * G + g;
+        const bool in = r >= lo && r < hi;
+        for (int64_t gi = 0; gi < ng; ++gi) {
+          LaneSlots<T> part;
+          for (int lane : cta.lanes()) {
+            part[lane] = T(0);
+            if (!in) continue;
+            LaneRow<T, E> qg, k;
+            read_lane<kDim, L>(qg, gq + gi * P, lane, D);
+            read_lane<kDim, L>(k, kbuf + (r - lo) * P, lane, D);
+            part[lane] = row_dot(qg, k);
+          }
+          const T sc = cta.group_sum(g, part) * a.scale;
+          for (int lane : cta.lanes())
+            if (lane == 0) gp.a[gi * GQ + (r - t0)] = in ? sc : sv_neg_inf<T>();
         }
-        const T s = cta.group_sum(g, part) * a.scale;
-        for (int lane : cta.lanes())
-          if (lane == 0) gp.a[gi * G + g] = in ? s : sv_neg_inf<T>();
       }
-    }
     cta.sync();
-    for (int t : cta.threads()) {
+    for (int t : cta.threads())
       for (int64_t gi = 0; gi < ng; ++gi) {
         T mx = gp.m[gi];
-        for (int64_t g = 0; g < G; ++g) mx = sv_max(mx, gp.a[gi * G + g]);
-        if (t < G) gp.b[gi * G + t] = gp.a[gi * G + t] == sv_neg_inf<T>() ? T(0) : sv_exp(gp.a[gi * G + t] - mx);
+        for (int64_t i = 0; i < GQ; ++i) mx = sv_max(mx, gp.a[gi * GQ + i]);
+        for (int64_t i = t; i < GQ; i += cta.num_threads())
+          gp.b[gi * GQ + i] = gp.a[gi * GQ + i] == sv_neg_inf<T>() ? T(0) : sv_exp(gp.a[gi * GQ + i] - mx);
         if (t == 0) gp.m_next[gi] = mx;
       }
-    }
     cta.sync();
-    for (int t : cta.threads()) {
+    for (int t : cta.threads())
       for (int64_t gi = 0; gi < ng; ++gi) {
         const T c = gp.m[gi] == sv_neg_inf<T>() ? T(0) : sv_exp(gp.m[gi] - gp.m_next[gi]);
         for (int64_t d = t; d < D; d += cta.num_threads()) {
-          T x = gp.row(0, gi)[d] * c;
-          for (int64_t g = own_lo - t0; g < own_hi_a - t0; ++g)
-            x = sv_fma(gp.b[gi * G + g], to_compute(vbuf[(t0 + g - lo) * P + d]), x);
-          gp.row(0, gi)[d] = x;
+          T y = gp.row(0, gi)[d] * c;
+          for (int64_t r = own_lo; r < own_hi; ++r) y = sv_fma(gp.b[gi * GQ + (r - t0)], to_compute(vbuf[(r - lo) * P + d]), y);
+          gp.row(0, gi)[d] = y;
         }
         if (t == 0) {
           T l = gp.l[gi] * c;
-          for (int64_t g = own_lo - t0; g < own_hi_a - t0; ++g) l += gp.b[gi * G + g];
+          for (int64_t r = own_lo; r < own_hi; ++r) l += gp.b[gi * GQ + (r - t0)];
           gp.l[gi] = l;
         }
       }
-    }
     cta.sync();
     for (int t : cta.threads())
       if (t < ng) gp.m[t] = gp.m_next[t];
@@ -462,28 +489,31 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
 
   // The global columns, then out and lse.
   const bool ovec = rows_16byte(a.out.row(bh, H, 0), a.out.stride_n, D);
-  for (int g : cta.groups()) {
-    const int64_t j = t0 + g;
-    if (j >= N || hd.isg[j]) continue;
-    if (cta.compute())
-      for (int64_t i0 = 0; i0 < ng; i0 += kKeyChunk) {
-        const S* kr[kKeyChunk];
-        const S* vr[kKeyChunk];
-        bool ok[kKeyChunk];
-        for (int i = 0; i < kKeyChunk; ++i) {
-          ok[i] = i0 + i < ng;
-          kr[i] = gk + (ok[i] ? i0 + i : 0) * P;
-          vr[i] = gv + (ok[i] ? i0 + i : 0) * P;
+  for (int g : cta.groups())
+    for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      const int64_t j = t0 + qi * G + g;
+      if (j >= N || hd.isg[j]) continue;
+      if (cta.compute())
+        for (int64_t i0 = 0; i0 < ng; i0 += kKeyChunk) {
+          const S* kr[kKeyChunk];
+          const S* vr[kKeyChunk];
+          bool ok[kKeyChunk];
+          SV_UNROLL
+          for (int i = 0; i < kKeyChunk; ++i) {
+            ok[i] = i0 + i < ng;
+            kr[i] = gk + (ok[i] ? i0 + i : 0) * P;
+            vr[i] = gv + (ok[i] ? i0 + i : 0) * P;
+          }
+          forward_chunk<kDim, L, E>(cta, g, oq + (j - t0) * P, acc[x], sm[x], kr, vr, ok, a.scale, D);
         }
-        forward_chunk<kDim, E>(cta, g, q[g], acc[g], sm[g], kr, vr, ok, a.scale, D);
+      const bool has_keys = sm[x].l > T(0);
+      const T inv = has_keys ? T(1) / sm[x].l : T(0);
+      for (int lane : cta.lanes()) {
+        store_lane_row<kDim, L>(cta, cta.tid(g, lane), a.out.row(bh, H, j), lane, D, ovec, acc[x][lane], inv);
+        if (lane == 0) cta.store(cta.tid(g, lane), a.lse + bh * N + j, has_keys ? sm[x].lse() : sv_neg_inf<T>());
       }
-    const bool has_keys = sm[g].l > T(0);
-    const T inv = has_keys ? T(1) / sm[g].l : T(0);
-    for (int lane : cta.lanes()) {
-      store_lane_row<kDim>(cta, cta.tid(g, lane), a.out.row(bh, H, j), lane, D, ovec, acc[g][lane], inv);
-      if (lane == 0) cta.store(cta.tid(g, lane), a.lse + bh * N + j, has_keys ? sm[g].lse() : sv_neg_inf<T>());
     }
-  }
   // This tile's partials of the global rows: (m, l, acc[D]) at [(gi * tiles + tile) * (D + 2)].
   T* part = a.partials + bh * a.partial_stride;
   for (int t : cta.threads())
@@ -525,22 +555,22 @@ SV_HD void forward_merge(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64
 // ---- backward, query pass -------------------------------------------------------------------------
 
 // One chunk of keys of query row j: P = exp(scale q.k - lse), dS = P (dO.v - Di), dq += dS k.
-template <int kDim, int E, typename Cta, typename T, typename S>
+template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void query_chunk(const Cta& cta, int g, const S* qrow, const S* grow, T lse, T di, LaneSlots<LaneRow<T, E>>& dq,
                        const S* const (&kr)[kKeyChunk], const S* const (&vr)[kKeyChunk], const bool (&ok)[kKeyChunk],
                        T scale, int64_t D) {
   LaneSlots<T> sp[kKeyChunk], dp[kKeyChunk];
   for (int lane : cta.lanes()) {
     LaneRow<T, E> q, go;
-    read_lane<kDim>(q, qrow, lane, D);
-    read_lane<kDim>(go, grow, lane, D);
+    read_lane<kDim, L>(q, qrow, lane, D);
+    read_lane<kDim, L>(go, grow, lane, D);
     SV_UNROLL
     for (int i = 0; i < kKeyChunk; ++i) {
       sp[i][lane] = dp[i][lane] = T(0);
       if (!ok[i]) continue;
       LaneRow<T, E> k, v;
-      read_lane<kDim>(k, kr[i], lane, D);
-      read_lane<kDim>(v, vr[i], lane, D);
+      read_lane<kDim, L>(k, kr[i], lane, D);
+      read_lane<kDim, L>(v, vr[i], lane, D);
       sp[i][lane] = row_dot(q, k);
       dp[i][lane] = row_dot(go, v);
     }
@@ -558,7 +588,7 @@ SV_HD void query_chunk(const Cta& cta, int g, const S* qrow, const S* grow, T ls
     for (int i = 0; i < kKeyChunk; ++i) {
       if (!ok[i]) continue;
       LaneRow<T, E> k;
-      read_lane<kDim>(k, kr[i], lane, D);
+      read_lane<kDim, L>(k, kr[i], lane, D);
       row_axpy(dq[lane], ds[i], k);
     }
   }
@@ -569,22 +599,22 @@ SV_HD void query_chunk(const Cta& cta, int g, const S* qrow, const S* grow, T ls
 template <int kDim, typename Cta, typename T, typename S>
 SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, int64_t tile) {
   using Shape = TileShape<T, kDim>;
-  constexpr int E = Shape::kLaneElems, G = Shape::kGroups;
-  constexpr int64_t P = Shape::kPitch;
+  constexpr int E = Shape::kLaneElems, G = Shape::kGroups, L = Shape::kLanes, Q = Shape::kBackwardRows;
+  constexpr int64_t P = Shape::kPitch, GQ = static_cast<int64_t>(G) * Q;
   const int64_t H = a.heads, N = a.tokens, D = kDim != 0 ? kDim : a.dim, h = bh % H;
   const HeadDiagonals hd(a.diag, h, N);
-  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * G, tiles = tiles_for(N, G), n_own = N - t0 < G ? N - t0 : G;
+  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * GQ, tiles = tiles_for(N, GQ), n_own = N - t0 < GQ ? N - t0 : GQ;
   const TileSmem<T, S, kDim> lay = query_pass_smem<T, S, kDim>();
   SmemCursor cur{cta.smem()};
   S* oq = cur.template take<S>(lay.own_bytes);
-  S* odo = oq + G * P;
+  S* odo = oq + GQ * P;
   S* gk = cur.template take<S>(lay.global_bytes);
   S* gv = gk + kMaxTileGlobals * P;
   S* gq = gv + kMaxTileGlobals * P;
   S* gdo = gq + kMaxTileGlobals * P;
   S* go = gdo + kMaxTileGlobals * P;
   T* gl = reinterpret_cast<T*>(go + kMaxTileGlobals * P);  // lse, Di of the global rows
-  GlobalPartials<T> gp(cur, 1, P, G);
+  GlobalPartials<T> gp(cur, lay.acc_bytes, 1, P, GQ);
   S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
   buf[1] = cur.template take<S>(lay.stage_bytes);
   const int64_t R = lay.stage_rows_n;
@@ -613,32 +643,35 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
   cta.sync();
   // Di of the global rows (group 0), and of each own query (read O once, write Di once).
   const bool ovec = rows_16byte(ob, so, D);
-  GroupSlots<T> lse, di;
-  GroupSlots<LaneSlots<LaneRow<T, E>>> dq;
-  GroupSlots<int64_t> slot;
+  QuerySlots<T, Q> lse, di;
+  QuerySlots<LaneSlots<LaneRow<T, E>>, Q> dq;
+  QuerySlots<int64_t, Q> slot;
   for (int g : cta.groups()) {
-    const int64_t j = t0 + g;
-    slot[g] = 0;
     LaneSlots<T> part;
-    for (int lane : cta.lanes()) {
-      dq[g][lane].zero();
-      part[lane] = T(0);
-      if (j >= N) continue;
-      LaneRow<T, E> o, gr;
-      load_lane_row<kDim>(cta, cta.tid(g, lane), o, ob + j * so, lane, D, ovec);
-      read_lane<kDim>(gr, odo + g * P, lane, D);
-      part[lane] = row_dot(gr, o);
+    for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      const int64_t j = t0 + qi * G + g;
+      slot[x] = 0;
+      for (int lane : cta.lanes()) {
+        dq[x][lane].zero();
+        part[lane] = T(0);
+        if (j >= N) continue;
+        LaneRow<T, E> o, gr;
+        load_lane_row<kDim, L>(cta, cta.tid(g, lane), o, ob + j * so, lane, D, ovec);
+        read_lane<kDim, L>(gr, odo + (j - t0) * P, lane, D);
+        part[lane] = row_dot(gr, o);
+      }
+      di[x] = cta.group_sum(g, part);
+      lse[x] = j < N ? cta.load(cta.tid(g, 0), a.lse + bh * N + j) : T(0);
+      for (int lane : cta.lanes())
+        if (lane == 0 && j < N) cta.store(cta.tid(g, lane), di_ws + j, di[x]);
     }
-    di[g] = cta.group_sum(g, part);
-    lse[g] = j < N ? cta.load(cta.tid(g, 0), a.lse + bh * N + j) : T(0);
-    for (int lane : cta.lanes())
-      if (lane == 0 && j < N) cta.store(cta.tid(g, lane), di_ws + j, di[g]);
     if (g == 0)
       for (int64_t gi = 0; gi < ng; ++gi) {
         for (int lane : cta.lanes()) {
           LaneRow<T, E> o, gr;
-          read_lane<kDim>(o, go + gi * P, lane, D);
-          read_lane<kDim>(gr, gdo + gi * P, lane, D);
+          read_lane<kDim, L>(o, go + gi * P, lane, D);
+          read_lane<kDim, L>(gr, gdo + gi * P, lane, D);
           part[lane] = row_dot(gr, o);
         }
         const T x = cta.group_sum(g, part);
@@ -648,7 +681,7 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
   }
   cta.sync();
 
-  const SliceUnion un{hd.deltas, nd, t0, G, N, +1, ng > 0};
+  const SliceUnion un{hd.deltas, nd, t0, GQ, N, +1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
     S* kbuf = buf[which];
     S* vbuf = kbuf + R * P;
@@ -660,37 +693,31 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
     const S* kbuf = buf[which];
     const S* vbuf = kbuf + R * P;
     if (!cta.compute()) return;
-    for (int g : cta.groups()) {
-      const int64_t j = t0 + g;
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      const int64_t j = t0 + qi * G + g;
       if (j >= N || hd.isg[j]) continue;
-      for (;;) {
+      bool ok[kKeyChunk];
+      int64_t at[kKeyChunk];
+      while (next_chunk(hd, j, +1, +1, slot[x], lo, hi, ok, at)) {
         const S* kr[kKeyChunk];
         const S* vr[kKeyChunk];
-        bool ok[kKeyChunk];
-        int n = 0;
-        for (; n < kKeyChunk && slot[g] < nd; ++n) {
-          const int64_t key = j + hd.deltas[slot[g]];
-          if (key >= hi) break;
-          ++slot[g];
-          ok[n] = key >= lo && key < N && !hd.isg[key];
-          kr[n] = ok[n] ? kbuf + (key - lo) * P : kbuf;
-          vr[n] = ok[n] ? vbuf + (key - lo) * P : vbuf;
+        SV_UNROLL
+        for (int i = 0; i < kKeyChunk; ++i) {
+          kr[i] = kbuf + at[i] * P;
+          vr[i] = vbuf + at[i] * P;
         }
-        if (n == 0) break;
-        for (int i = n; i < kKeyChunk; ++i) {
-          ok[i] = false;
-          kr[i] = kbuf;
-          vr[i] = vbuf;
-        }
-        query_chunk<kDim, E>(cta, g, oq + g * P, odo + g * P, lse[g], di[g], dq[g], kr, vr, ok, a.scale, D);
+        query_chunk<kDim, L, E>(cta, g, oq + (j - t0) * P, odo + (j - t0) * P, lse[x], di[x], dq[x], kr, vr, ok, a.scale, D);
       }
     }
     // The global rows' dq over the tile's own keys in this stage: dS per group, then per element a
     // sum over the groups in order.
-    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi_a = t0 + G < hi ? t0 + G : hi;
+    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi_a = t0 + GQ < hi ? t0 + GQ : hi;
     if (ng == 0 || own_lo >= own_hi_a) return;
-    for (int g : cta.groups()) {
-      const int64_t r = t0 + g;
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+      const int64_t r = t0 + qi * G + g;
       const bool in = r >= lo && r < hi;
       for (int64_t gi = 0; gi < ng; ++gi) {
         LaneSlots<T> sp, dp;
@@ -698,17 +725,17 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
           sp[lane] = dp[lane] = T(0);
           if (!in) continue;
           LaneRow<T, E> x, y;
-          read_lane<kDim>(x, gq + gi * P, lane, D);
-          read_lane<kDim>(y, kbuf + (r - lo) * P, lane, D);
+          read_lane<kDim, L>(x, gq + gi * P, lane, D);
+          read_lane<kDim, L>(y, kbuf + (r - lo) * P, lane, D);
           sp[lane] = row_dot(x, y);
-          read_lane<kDim>(x, gdo + gi * P, lane, D);
-          read_lane<kDim>(y, vbuf + (r - lo) * P, lane, D);
+          read_lane<kDim, L>(x, gdo + gi * P, lane, D);
+          read_lane<kDim, L>(y, vbuf + (r - lo) * P, lane, D);
           dp[lane] = row_dot(x, y);
         }
         const T p = sv_exp(cta.group_sum(g, sp) * a.scale - gl[gi]);
         const T ds = p * (cta.group_sum(g, dp) - gl[kMaxTileGlobals + gi]);
         for (int lane : cta.lanes())
-          if (lane == 0) gp.a[gi * G + g] = in ? ds : T(0);
+          if (lane == 0) gp.a[gi * GQ + (r - t0)] = in ? ds : T(0);
       }
     }
     cta.sync();
@@ -717,30 +744,33 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
         for (int64_t d = t; d < D; d += cta.num_threads()) {
           T x = gp.row(0, gi)[d];
           for (int64_t g = own_lo - t0; g < own_hi_a - t0; ++g)
-            x = sv_fma(gp.a[gi * G + g], to_compute(kbuf[(t0 + g - lo) * P + d]), x);
+            x = sv_fma(gp.a[gi * GQ + g], to_compute(kbuf[(t0 + g - lo) * P + d]), x);
           gp.row(0, gi)[d] = x;
         }
   };
   run_stages(cta, un, R, issue, use);
 
   const bool qvec = rows_16byte(a.grad_q.row(bh, H, 0), a.grad_q.stride_n, D);
-  for (int g : cta.groups()) {
-    const int64_t j = t0 + g;
+  for (int g : cta.groups())
+    for (int qi = 0; qi < Q; ++qi) {
+    const int x = query_slot<Q>(g, qi);
+    const int64_t j = t0 + qi * G + g;
     if (j >= N || hd.isg[j]) continue;
     if (cta.compute())
       for (int64_t i0 = 0; i0 < ng; i0 += kKeyChunk) {
         const S* kr[kKeyChunk];
         const S* vr[kKeyChunk];
         bool ok[kKeyChunk];
+        SV_UNROLL
         for (int i = 0; i < kKeyChunk; ++i) {
           ok[i] = i0 + i < ng;
           kr[i] = gk + (ok[i] ? i0 + i : 0) * P;
           vr[i] = gv + (ok[i] ? i0 + i : 0) * P;
         }
-        query_chunk<kDim, E>(cta, g, oq + g * P, odo + g * P, lse[g], di[g], dq[g], kr, vr, ok, a.scale, D);
+        query_chunk<kDim, L, E>(cta, g, oq + (j - t0) * P, odo + (j - t0) * P, lse[x], di[x], dq[x], kr, vr, ok, a.scale, D);
       }
     for (int lane : cta.lanes())
-      store_lane_row<kDim>(cta, cta.tid(g, lane), a.grad_q.row(bh, H, j), lane, D, qvec, dq[g][lane], a.scale);
+      store_lane_row<kDim, L>(cta, cta.tid(g, lane), a.grad_q.row(bh, H, j), lane, D, qvec, dq[x][lane], a.scale);
   }
   T* part = a.workspace + bh * a.workspace_stride + N;
   for (int t : cta.threads())
@@ -753,7 +783,7 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
 
 // One chunk of queries of key row k (own K, V rows kr, vr): P and dS recomputed from the queries'
 // q, dO, lse and Di; dv += P dO, dk += dS q.
-template <int kDim, int E, typename Cta, typename T, typename S>
+template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSlots<LaneRow<T, E>>& dk,
                      LaneSlots<LaneRow<T, E>>& dv, const S* const (&qr)[kKeyChunk], const S* const (&gr)[kKeyChunk],
                      const T (&lse)[kKeyChunk], const T (&di)[kKeyChunk], const bool (&ok)[kKeyChunk], T scale,
@@ -761,15 +791,15 @@ SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSl
   LaneSlots<T> sp[kKeyChunk], dp[kKeyChunk];
   for (int lane : cta.lanes()) {
     LaneRow<T, E> k, v;
-    read_lane<kDim>(k, krow, lane, D);
-    read_lane<kDim>(v, vrow, lane, D);
+    read_lane<kDim, L>(k, krow, lane, D);
+    read_lane<kDim, L>(v, vrow, lane, D);
     SV_UNROLL
     for (int i = 0; i < kKeyChunk; ++i) {
       sp[i][lane] = dp[i][lane] = T(0);
       if (!ok[i]) continue;
       LaneRow<T, E> q, go;
-      read_lane<kDim>(q, qr[i], lane, D);
-      read_lane<kDim>(go, gr[i], lane, D);
+      read_lane<kDim, L>(q, qr[i], lane, D);
+      read_lane<kDim, L>(go, gr[i], lane, D);
       sp[i][lane] = row_dot(q, k);
       dp[i][lane] = row_dot(go, v);
     }
@@ -787,9 +817,9 @@ SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSl
     for (int i = 0; i < kKeyChunk; ++i) {
       if (!ok[i]) continue;
       LaneRow<T, E> x;
-      read_lane<kDim>(x, gr[i], lane, D);
+      read_lane<kDim, L>(x, gr[i], lane, D);
       row_axpy(dv[lane], p[i], x);
-      read_lane<kDim>(x, qr[i], lane, D);
+      read_lane<kDim, L>(x, qr[i], lane, D);
       row_axpy(dk[lane], ds[i], x);
     }
   }
@@ -800,21 +830,21 @@ SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSl
 template <int kDim, typename Cta, typename T, typename S>
 SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, int64_t tile) {
   using Shape = TileShape<T, kDim>;
-  constexpr int E = Shape::kLaneElems, G = Shape::kGroups;
-  constexpr int64_t P = Shape::kPitch;
+  constexpr int E = Shape::kLaneElems, G = Shape::kGroups, L = Shape::kLanes, Q = Shape::kBackwardRows;
+  constexpr int64_t P = Shape::kPitch, GQ = static_cast<int64_t>(G) * Q;
   const int64_t H = a.heads, N = a.tokens, D = kDim != 0 ? kDim : a.dim, h = bh % H;
   const HeadDiagonals hd(a.diag, h, N);
-  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * G, tiles = tiles_for(N, G), n_own = N - t0 < G ? N - t0 : G;
+  const int64_t nd = hd.nd, ng = hd.ng, t0 = tile * GQ, tiles = tiles_for(N, GQ), n_own = N - t0 < GQ ? N - t0 : GQ;
   const TileSmem<T, S, kDim> lay = key_pass_smem<T, S, kDim>();
   SmemCursor cur{cta.smem()};
   S* ok_rows = cur.template take<S>(lay.own_bytes);
-  S* ov = ok_rows + G * P;
+  S* ov = ok_rows + GQ * P;
   S* gq = cur.template take<S>(lay.global_bytes);
   S* gdo = gq + kMaxTileGlobals * P;
   S* gk = gdo + kMaxTileGlobals * P;
   S* gv = gk + kMaxTileGlobals * P;
   T* gl = reinterpret_cast<T*>(gv + kMaxTileGlobals * P);  // lse, Di of the global rows
-  GlobalPartials<T> gp(cur, 2, P, G);
+  GlobalPartials<T> gp(cur, lay.acc_bytes, 2, P, GQ);
   S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
   buf[1] = cur.template take<S>(lay.stage_bytes);
   const int64_t R = lay.stage_rows_n;
@@ -844,17 +874,19 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
   cta.wait(0);
   cta.sync();
 
-  GroupSlots<LaneSlots<LaneRow<T, E>>> dk, dv;
-  GroupSlots<int64_t> slot;  // counts down: queries k - delta in increasing order
-  for (int g : cta.groups()) {
-    slot[g] = nd - 1;
-    for (int lane : cta.lanes()) {
-      dk[g][lane].zero();
-      dv[g][lane].zero();
+  QuerySlots<LaneSlots<LaneRow<T, E>>, Q> dk, dv;
+  QuerySlots<int64_t, Q> slot;  // counts down: queries k - delta in increasing order
+  for (int g : cta.groups())
+    for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      slot[x] = nd - 1;
+      for (int lane : cta.lanes()) {
+        dk[x][lane].zero();
+        dv[x][lane].zero();
+      }
     }
-  }
   // A stage row: q (P), dO (P), then the stage's lse and Di (R each) after all rows.
-  const SliceUnion un{hd.deltas, nd, t0, G, N, -1, ng > 0};
+  const SliceUnion un{hd.deltas, nd, t0, GQ, N, -1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
     S* qbuf = buf[which];
     S* gbuf = qbuf + R * P;
@@ -870,41 +902,33 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
     const S* gbuf = qbuf + R * P;
     const T* lbuf = reinterpret_cast<const T*>(gbuf + R * P);
     if (!cta.compute()) return;
-    for (int g : cta.groups()) {
-      const int64_t k = t0 + g;
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+      const int x = query_slot<Q>(g, qi);
+      const int64_t k = t0 + qi * G + g;
       if (k >= N || hd.isg[k]) continue;
-      for (;;) {
+      bool ok[kKeyChunk];
+      int64_t at[kKeyChunk];
+      while (next_chunk(hd, k, -1, -1, slot[x], lo, hi, ok, at)) {
         const S* qr[kKeyChunk];
         const S* gr[kKeyChunk];
         T lse[kKeyChunk], di[kKeyChunk];
-        bool ok[kKeyChunk];
-        int n = 0;
-        for (; n < kKeyChunk && slot[g] >= 0; ++n) {
-          const int64_t j = k - hd.deltas[slot[g]];
-          if (j >= hi) break;
-          --slot[g];
-          ok[n] = j >= lo && j < N && !hd.isg[j];
-          const int64_t r = ok[n] ? j - lo : 0;
-          qr[n] = qbuf + r * P;
-          gr[n] = gbuf + r * P;
-          lse[n] = lbuf[r];
-          di[n] = lbuf[R + r];
+        SV_UNROLL
+        for (int i = 0; i < kKeyChunk; ++i) {
+          qr[i] = qbuf + at[i] * P;
+          gr[i] = gbuf + at[i] * P;
+          lse[i] = lbuf[at[i]];
+          di[i] = lbuf[R + at[i]];
         }
-        if (n == 0) break;
-        for (int i = n; i < kKeyChunk; ++i) {
-          ok[i] = false;
-          qr[i] = qbuf;
-          gr[i] = gbuf;
-          lse[i] = di[i] = T(0);
-        }
-        key_chunk<kDim, E>(cta, g, ok_rows + g * P, ov + g * P, dk[g], dv[g], qr, gr, lse, di, ok, a.scale, D);
+        key_chunk<kDim, L, E>(cta, g, ok_rows + (k - t0) * P, ov + (k - t0) * P, dk[x], dv[x], qr, gr, lse, di, ok, a.scale, D);
       }
     }
     // The global columns' dk, dv over the tile's own queries in this stage.
-    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi_a = t0 + G < hi ? t0 + G : hi;
+    const int64_t own_lo = t0 > lo ? t0 : lo, own_hi_a = t0 + GQ < hi ? t0 + GQ : hi;
     if (ng == 0 || own_lo >= own_hi_a) return;
-    for (int g : cta.groups()) {
-      const int64_t j = t0 + g;
+    for (int g : cta.groups())
+      for (int qi = 0; qi < Q; ++qi) {
+      const int64_t j = t0 + qi * G + g;
       const bool in = j >= lo && j < hi;
       for (int64_t gi = 0; gi < ng; ++gi) {
         LaneSlots<T> sp, dp;
@@ -912,11 +936,11 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
           sp[lane] = dp[lane] = T(0);
           if (!in) continue;
           LaneRow<T, E> x, y;
-          read_lane<kDim>(x, qbuf + (j - lo) * P, lane, D);
-          read_lane<kDim>(y, gk + gi * P, lane, D);
+          read_lane<kDim, L>(x, qbuf + (j - lo) * P, lane, D);
+          read_lane<kDim, L>(y, gk + gi * P, lane, D);
           sp[lane] = row_dot(x, y);
-          read_lane<kDim>(x, gbuf + (j - lo) * P, lane, D);
-          read_lane<kDim>(y, gv + gi * P, lane, D);
+          read_lane<kDim, L>(x, gbuf + (j - lo) * P, lane, D);
+          read_lane<kDim, L>(y, gv + gi * P, lane, D);
           dp[lane] = row_dot(x, y);
         }
         const T lse_j = in ? lbuf[j - lo] : T(0), di_j = in ? lbuf[R + j - lo] : T(0);
@@ -924,8 +948,8 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
         const T ds = p * (cta.group_sum(g, dp) - di_j);
         for (int lane : cta.lanes())
           if (lane == 0) {
-            gp.a[gi * G + g] = in ? p : T(0);
-            gp.b[gi * G + g] = in ? ds : T(0);
+            gp.a[gi * GQ + (j - t0)] = in ? p : T(0);
+            gp.b[gi * GQ + (j - t0)] = in ? ds : T(0);
           }
       }
     }
@@ -935,8 +959,8 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
         for (int64_t d = t; d < D; d += cta.num_threads()) {
           T xk = gp.row(0, gi)[d], xv = gp.row(1, gi)[d];
           for (int64_t g = own_lo - t0; g < own_hi_a - t0; ++g) {
-            xv = sv_fma(gp.a[gi * G + g], to_compute(gbuf[(t0 + g - lo) * P + d]), xv);
-            xk = sv_fma(gp.b[gi * G + g], to_compute(qbuf[(t0 + g - lo) * P + d]), xk);
+            xv = sv_fma(gp.a[gi * GQ + g], to_compute(gbuf[(t0 + g - lo) * P + d]), xv);
+            xk = sv_fma(gp.b[gi * GQ + g], to_compute(qbuf[(t0 + g - lo) * P + d]), xk);
           }
           gp.row(0, gi)[d] = xk;
           gp.row(1, gi)[d] = xv;
@@ -946,8 +970,10 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
 
   const bool kvec = rows_16byte(a.grad_k.row(bh, H, 0), a.grad_k.stride_n, D);
   const bool vvec = rows_16byte(a.grad_v.row(bh, H, 0), a.grad_v.stride_n, D);
-  for (int g : cta.groups()) {
-    const int64_t k = t0 + g;
+  for (int g : cta.groups())
+    for (int qi = 0; qi < Q; ++qi) {
+    const int x = query_slot<Q>(g, qi);
+    const int64_t k = t0 + qi * G + g;
     if (k >= N || hd.isg[k]) continue;
     if (cta.compute())
       for (int64_t i0 = 0; i0 < ng; i0 += kKeyChunk) {  // the global query rows
@@ -955,6 +981,7 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
         const S* gr[kKeyChunk];
         T lse[kKeyChunk], di[kKeyChunk];
         bool ok[kKeyChunk];
+        SV_UNROLL
         for (int i = 0; i < kKeyChunk; ++i) {
           ok[i] = i0 + i < ng;
           const int64_t gi = ok[i] ? i0 + i : 0;
@@ -963,11 +990,11 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
           lse[i] = gl[gi];
           di[i] = gl[kMaxTileGlobals + gi];
         }
-        key_chunk<kDim, E>(cta, g, ok_rows + g * P, ov + g * P, dk[g], dv[g], qr, gr, lse, di, ok, a.scale, D);
+        key_chunk<kDim, L, E>(cta, g, ok_rows + (k - t0) * P, ov + (k - t0) * P, dk[x], dv[x], qr, gr, lse, di, ok, a.scale, D);
       }
     for (int lane : cta.lanes()) {
-      store_lane_row<kDim>(cta, cta.tid(g, lane), a.grad_v.row(bh, H, k), lane, D, vvec, dv[g][lane], T(1));
-      store_lane_row<kDim>(cta, cta.tid(g, lane), a.grad_k.row(bh, H, k), lane, D, kvec, dk[g][lane], a.scale);
+      store_lane_row<kDim, L>(cta, cta.tid(g, lane), a.grad_v.row(bh, H, k), lane, D, vvec, dv[x][lane], T(1));
+      store_lane_row<kDim, L>(cta, cta.tid(g, lane), a.grad_k.row(bh, H, k), lane, D, kvec, dk[x][lane], a.scale);
     }
   }
   T* part = a.workspace + bh * a.workspace_stride + N + ng * tiles * D;

@@ -139,7 +139,7 @@ template <int kDim, typename T, typename S>
 MemoryTraffic tiled_forward(const ForwardArgs<T, S>& a, bool count_only) {
   using Shape = TileShape<T, kDim>;
   MemoryTraffic tr;
-  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups);
+  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups * Shape::kForwardQueries);
   for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
     for (int64_t tile = 0; tile < tiles; ++tile) {
       EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
@@ -149,7 +149,7 @@ MemoryTraffic tiled_forward(const ForwardArgs<T, S>& a, bool count_only) {
   for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
     for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
       EmulatedCta cta(1, kMergeThreads, count_only, &tr);
-      forward_merge(cta, a, bh, gi, Shape::kGroups);
+      forward_merge(cta, a, bh, gi, Shape::kGroups * Shape::kForwardQueries);
     }
   return tr;
 }
@@ -158,7 +158,7 @@ template <int kDim, typename T, typename S>
 MemoryTraffic tiled_backward(const BackwardArgs<T, S>& a, bool count_only) {
   using Shape = TileShape<T, kDim>;
   MemoryTraffic tr;
-  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups);
+  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups * Shape::kBackwardRows);
   for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
     for (int64_t tile = 0; tile < tiles; ++tile) {
       EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
@@ -172,7 +172,7 @@ MemoryTraffic tiled_backward(const BackwardArgs<T, S>& a, bool count_only) {
   for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
     for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
       EmulatedCta cta(1, kMergeThreads, count_only, &tr);
-      backward_merge(cta, a, bh, gi, Shape::kGroups);
+      backward_merge(cta, a, bh, gi, Shape::kGroups * Shape::kBackwardRows);
     }
   return tr;
 }
