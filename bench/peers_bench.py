@@ -177,9 +177,30 @@ def sgemm_rate(torch, n=2048, reps=5):
     return {"shape": [n, n, n], "best_ms": best, "gflops_per_s": 2 * n**3 / (best * 1e-3) / 1e9}
 
 
-def vec_isa_probe(env):
+def torch_is_a_wheel():
+    """PyPI's torch carries lib/libtorch.so and include/ (sleef.h among them); Debian's does not."""
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    return bool(spec and spec.origin and os.path.isfile(os.path.join(os.path.dirname(spec.origin), "lib", "libtorch.so")))
+
+
+# Inductor links its CPU kernels with Python's LIBDIR before torch's lib/ (torch 2.15,
+# _inductor/cpp_builder.py: python_libraries_dirs + torch_libraries_dirs). Debian's Python has
+# LIBDIR /usr/lib/x86_64-linux-gnu, where Debian's libtorch-dev puts libtorch.so (1.13): with both
+# installed, -ltorch_cpu picks Debian's, and the compiled Flex kernel fails to load (undefined
+# at::native::cpublas::brgemm); the vector-ISA probe fails the same way. Linux links no libpython
+# into extensions, so the bench drops Python's LIBDIR from inductor's link line.
+INDUCTOR_LINK_FIX = """
+import torch._inductor.cpp_builder as _cb
+_python_args = _cb._get_python_related_args
+_cb._get_python_related_args = lambda: (_python_args()[0], [])
+"""
+
+
+def vec_isa_probe(env, link_fix=False):
     """Inductor's CPU vector-ISA choice, in a fresh process (the check is cached per process)."""
-    code = "from torch._inductor import cpu_vec_isa as c; i = c.pick_vec_isa(); print(type(i).__name__, bool(i))"
+    code = ((INDUCTOR_LINK_FIX if link_fix else "") +
+            "from torch._inductor import cpu_vec_isa as c; i = c.pick_vec_isa(); print(type(i).__name__, bool(i))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     if r.stdout.strip():
         return r.stdout.strip()
@@ -194,6 +215,13 @@ def setup_inductor_cpu(args):
     done["inductor_cache_dir"] = os.environ["TORCHINDUCTOR_CACHE_DIR"]
     done["vec_isa_without_change"] = vec_isa_probe({**os.environ, "CPATH": "", "LD_PRELOAD": ""})
     if args.no_flex_fix:
+        return done
+    if torch_is_a_wheel():
+        # The wheel carries sleef.h and its own libraries: the fix is the link order alone, applied
+        # in this process after `import torch` (apply_inductor_link_fix), with compiles in-process.
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        done["inductor_link_fix"] = "python LIBDIR dropped from inductor's link line (torch wheel)"
+        done["vec_isa_with_change"] = vec_isa_probe(dict(os.environ), link_fix=True)
         return done
     if args.sleef_include:
         inc = os.path.abspath(args.sleef_include)
@@ -490,6 +518,8 @@ def main():
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import flex_attention as flex
+    if flex_setup.get("inductor_link_fix"):
+        exec(INDUCTOR_LINK_FIX, {})
     torch.set_num_threads(args.threads)
     if not args.installed:
         sys.path.insert(0, os.path.join(REPO, "python"))  # the checkout's package, over SPARSEVIT_BUILD's library

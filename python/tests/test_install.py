@@ -286,17 +286,19 @@ def test_runpath_holds_only_origin_relative_entries(venv, tmp_path):
 @pytest.mark.skipif(not os.environ.get("SPARSEVIT_WHEEL"), reason="the PyPI leg makes the wheel (scripts/lib/pypi.sh)")
 def test_the_wheel_installs_into_a_second_venv_with_the_same_torch(venv, tmp_path):
     """`pip wheel` in the PyPI leg, from a copy of the checkout since removed: the wheel goes into a
-    new venv that reaches the same torch (a .pth to the first venv's site-packages, after its own)."""
+    new venv, which then reaches the same torch (a .pth to the first venv's site-packages, searched
+    after its own)."""
     second = tmp_path / "second"
     base_python = run_python(venv, "import sys; print(sys._base_executable)", cwd=tmp_path).stdout.strip()
     subprocess.run([base_python, "-m", "venv", str(second)], check=True)
     first_site = run_python(venv, "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path).stdout.strip()
     second_site = subprocess.run([str(second / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip()
-    pathlib.Path(second_site, "first_venv.pth").write_text(first_site + "\n")
     r = subprocess.run([str(second / "bin" / "pip"), "install", "--no-deps", "--no-index", os.environ["SPARSEVIT_WHEEL"]],
                        capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+    # After the install: with the first venv visible, pip would find its sparsevit and install nothing.
+    pathlib.Path(second_site, "first_venv.pth").write_text(first_site + "\n")
     info = installed_paths(second, tmp_path)
     for key in ("package", "ops", "core"):
         assert os.path.realpath(info[key]).startswith(os.path.realpath(str(second)) + os.sep), (key, info)
