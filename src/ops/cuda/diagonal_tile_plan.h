@@ -75,6 +75,15 @@ struct SliceUnion {
   }
 };
 
+// Whether a pattern runs the tiled kernels: a diagonal union with at most kMaxTileGlobals global
+// tokens per head, D = 64 or 128, float32 compute (fp32 and bf16 storage): the shapes that compile
+// without register spills. Any other D, and float64, take the per-row CSR kernels (the generic
+// fallback).
+template <typename T>
+SV_HD bool tiled_launch(bool diagonal, int64_t max_globals, int64_t dim) {
+  return sizeof(T) == 4 && diagonal && max_globals <= kMaxTileGlobals && (dim == 64 || dim == 128);
+}
+
 // Queries (keys) per tile for a head size: the specialised shapes for D = 64 and 128, else the
 // generic one. The launchers and the glue's workspace sizes both use it.
 template <typename T>

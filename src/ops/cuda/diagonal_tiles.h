@@ -71,44 +71,48 @@ SV_HD int64_t lane_chunk_first(int lane, int c) {
   return static_cast<int64_t>(c * L + lane) * (16 / static_cast<int>(sizeof(S)));
 }
 
-// Lane `lane`'s elements of a shared-memory row (16-byte shared loads on the device); elements at
-// or past D read as 0 (only the generic shape has any).
+// Chunk c of lane `lane`'s elements of a shared-memory row (one 16-byte shared load on the device);
+// elements at or past D read as 0 (only the generic shape has any).
+template <int kDim, int L, typename T, typename S>
+SV_HD void read_lane_chunk(T* x, const S* row, int lane, int c, int64_t D) {
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
+  const S* p = row + lane_chunk_first<L, S>(lane, c);
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(S) == 2) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      x[2 * i] = bits_to_float(w[i] << 16);
+      x[2 * i + 1] = bits_to_float(w[i] & 0xffff0000u);
+    }
+  } else if constexpr (sizeof(S) == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(p);
+    x[0] = f.x;
+    x[1] = f.y;
+    x[2] = f.z;
+    x[3] = f.w;
+  } else {
+    const double2 f = *reinterpret_cast<const double2*>(p);
+    x[0] = f.x;
+    x[1] = f.y;
+  }
+#else
+  for (int i = 0; i < per; ++i) x[i] = to_compute(p[i]);
+#endif
+  if (kDim == 0) {
+    SV_UNROLL
+    for (int i = 0; i < per; ++i)
+      if (lane_chunk_first<L, S>(lane, c) + i >= D) x[i] = T(0);
+  }
+}
+
+// Lane `lane`'s elements of a shared-memory row.
 template <int kDim, int L, int E, typename T, typename S>
 SV_HD void read_lane(LaneRow<T, E>& r, const S* row, int lane, int64_t D) {
   constexpr int per = 16 / static_cast<int>(sizeof(S));
   SV_UNROLL
-  for (int c = 0; c < E / per; ++c) {
-    const S* p = row + lane_chunk_first<L, S>(lane, c);
-    T* x = r.x + c * per;
-#if defined(__CUDA_ARCH__)
-    if constexpr (sizeof(S) == 2) {
-      const uint4 u = *reinterpret_cast<const uint4*>(p);
-      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-      SV_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        x[2 * i] = bits_to_float(w[i] << 16);
-        x[2 * i + 1] = bits_to_float(w[i] & 0xffff0000u);
-      }
-    } else if constexpr (sizeof(S) == 4) {
-      const float4 f = *reinterpret_cast<const float4*>(p);
-      x[0] = f.x;
-      x[1] = f.y;
-      x[2] = f.z;
-      x[3] = f.w;
-    } else {
-      const double2 f = *reinterpret_cast<const double2*>(p);
-      x[0] = f.x;
-      x[1] = f.y;
-    }
-#else
-    for (int i = 0; i < per; ++i) x[i] = to_compute(p[i]);
-#endif
-    if (kDim == 0) {
-      SV_UNROLL
-      for (int i = 0; i < per; ++i)
-        if (lane_chunk_first<L, S>(lane, c) + i >= D) x[i] = T(0);
-    }
-  }
+  for (int c = 0; c < E / per; ++c) read_lane_chunk<kDim, L>(r.x + c * per, row, lane, c, D);
 }
 
 template <typename T, int E>
@@ -297,23 +301,33 @@ SV_HD void zero_partials(Cta& cta, const GlobalPartials<T>& gp, int acc_rows, in
 
 // ---- forward --------------------------------------------------------------------------------------
 
-// One chunk of up to kKeyChunk keys of query row q: scores (all partial dots before any reduction),
-// the online-softmax update, acc += p v.
+// The lane-level loops of the chunk functions run over the lane's 16-byte chunks outermost, so a
+// thread holds one chunk of each row at a time (registers), while each element still sums its
+// terms in the same order (element order for dot products, slot order for accumulations).
+
+// One chunk of up to kKeyChunk keys of query row qrow: scores (all partial dots before any
+// reduction), the online-softmax update, acc += p v.
 template <int kDim, int L, int E, typename Cta, typename T, typename S>
-SV_HD void forward_chunk(const Cta& cta, int g, const S* qrow, LaneSlots<LaneRow<T, E>>& acc,
-                         OnlineSoftmax<T>& sm, const S* const (&kr)[kKeyChunk], const S* const (&vr)[kKeyChunk],
-                         const bool (&ok)[kKeyChunk], T scale, int64_t D) {
+SV_HD void forward_chunk(const Cta& cta, int g, const S* qrow, LaneSlots<LaneRow<T, E>>& acc, OnlineSoftmax<T>& sm,
+                         const S* const (&kr)[kKeyChunk], const S* const (&vr)[kKeyChunk], const bool (&ok)[kKeyChunk],
+                         T scale, int64_t D) {
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
   LaneSlots<T> part[kKeyChunk];
   for (int lane : cta.lanes()) {
-    LaneRow<T, E> q;
-    read_lane<kDim, L>(q, qrow, lane, D);
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      part[i][lane] = T(0);
-      if (!ok[i]) continue;
-      LaneRow<T, E> k;
-      read_lane<kDim, L>(k, kr[i], lane, D);
-      part[i][lane] = row_dot(q, k);
+    for (int i = 0; i < kKeyChunk; ++i) part[i][lane] = T(0);
+    SV_UNROLL
+    for (int c = 0; c < E / per; ++c) {
+      T q[per];
+      read_lane_chunk<kDim, L>(q, qrow, lane, c, D);
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T k[per];
+        read_lane_chunk<kDim, L>(k, kr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) part[i][lane] = sv_fma(q[e], k[e], part[i][lane]);
+      }
     }
   }
   T s[kKeyChunk], p[kKeyChunk];
@@ -323,11 +337,15 @@ SV_HD void forward_chunk(const Cta& cta, int g, const S* qrow, LaneSlots<LaneRow
   for (int lane : cta.lanes()) {
     row_scale(acc[lane], c);
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      if (!ok[i]) continue;
-      LaneRow<T, E> v;
-      read_lane<kDim, L>(v, vr[i], lane, D);
-      row_axpy(acc[lane], p[i], v);
+    for (int ch = 0; ch < E / per; ++ch) {
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T v[per];
+        read_lane_chunk<kDim, L>(v, vr[i], lane, ch, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) acc[lane].x[ch * per + e] = sv_fma(p[i], v[e], acc[lane].x[ch * per + e]);
+      }
     }
   }
 }
@@ -372,8 +390,8 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
   S* gv = gk + kMaxTileGlobals * P;
   S* gq = gv + kMaxTileGlobals * P;
   GlobalPartials<T> gp(cur, lay.acc_bytes, 1, P, GQ);
-  S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
-  buf[1] = cur.template take<S>(lay.stage_bytes);
+  S* const buf0 = cur.template take<S>(2 * lay.stage_bytes);  // the two stage buffers
+  auto buf = [&](int which) { return reinterpret_cast<S*>(reinterpret_cast<char*>(buf0) + which * lay.stage_bytes); };
   const int64_t R = lay.stage_rows_n;
   const S* kb = a.k.row(bh, H, 0);
   const S* vb = a.v.row(bh, H, 0);
@@ -405,14 +423,14 @@ SV_HD void forward_tile(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64_
 
   const SliceUnion un{hd.deltas, nd, t0, GQ, N, +1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
-    S* kbuf = buf[which];
+    S* kbuf = buf(which);
     S* vbuf = kbuf + R * P;
     auto rows = [&](int64_t r) { return lo + r; };
     stage_tensor(cta, kbuf, P, kb, sk, hi - lo, rows, D);
     stage_tensor(cta, vbuf, P, vb, sv, hi - lo, rows, D);
   };
   auto use = [&](int which, int64_t lo, int64_t hi) {
-    const S* kbuf = buf[which];
+    const S* kbuf = buf(which);
     const S* vbuf = kbuf + R * P;
     if (!cta.compute()) return;
     // Every query: its slots whose key lies in [lo, hi), in slot order, kKeyChunk at a time.
@@ -539,16 +557,18 @@ SV_HD void forward_merge(Cta& cta, const ForwardArgs<T, S>& a, int64_t bh, int64
     T m = sv_neg_inf<T>();
     for (int64_t i = 0; i < tiles; ++i) m = sv_max(m, cta.load(t, part + i * (D + 2)));
     T l = T(0);
-    for (int64_t i = 0; i < tiles; ++i) l = sv_fma(cta.load(t, part + i * (D + 2) + 1), sv_exp(cta.load(t, part + i * (D + 2)) - m), l);
+    for (int64_t i = 0; i < tiles; ++i)
+      l = sv_fma(cta.load(t, part + i * (D + 2) + 1), sv_exp(cta.load(t, part + i * (D + 2)) - m), l);
+    const T inv = T(1) / l;
+    if (t == 0) cta.store(t, a.lse + bh * N + hd.globs[gi], m + sv_log(l));
     for (int64_t d = t; d < D; d += cta.num_threads()) {
       T x = T(0);
       for (int64_t i = 0; i < tiles; ++i)
         x = sv_fma(cta.load(t, part + i * (D + 2) + 2 + d), sv_exp(cta.load(t, part + i * (D + 2)) - m), x);
-      S s;
-      from_compute(s, x * (T(1) / l));
-      cta.store(t, o + d, s);
+      S y{};
+      from_compute(y, x * inv);
+      cta.store(t, o + d, y);
     }
-    if (t == 0) cta.store(t, a.lse + bh * N + hd.globs[gi], m + sv_log(l));
   }
 }
 
@@ -559,20 +579,27 @@ template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void query_chunk(const Cta& cta, int g, const S* qrow, const S* grow, T lse, T di, LaneSlots<LaneRow<T, E>>& dq,
                        const S* const (&kr)[kKeyChunk], const S* const (&vr)[kKeyChunk], const bool (&ok)[kKeyChunk],
                        T scale, int64_t D) {
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
   LaneSlots<T> sp[kKeyChunk], dp[kKeyChunk];
   for (int lane : cta.lanes()) {
-    LaneRow<T, E> q, go;
-    read_lane<kDim, L>(q, qrow, lane, D);
-    read_lane<kDim, L>(go, grow, lane, D);
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      sp[i][lane] = dp[i][lane] = T(0);
-      if (!ok[i]) continue;
-      LaneRow<T, E> k, v;
-      read_lane<kDim, L>(k, kr[i], lane, D);
-      read_lane<kDim, L>(v, vr[i], lane, D);
-      sp[i][lane] = row_dot(q, k);
-      dp[i][lane] = row_dot(go, v);
+    for (int i = 0; i < kKeyChunk; ++i) sp[i][lane] = dp[i][lane] = T(0);
+    SV_UNROLL
+    for (int c = 0; c < E / per; ++c) {
+      T q[per], go[per];
+      read_lane_chunk<kDim, L>(q, qrow, lane, c, D);
+      read_lane_chunk<kDim, L>(go, grow, lane, c, D);
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T x[per];
+        read_lane_chunk<kDim, L>(x, kr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) sp[i][lane] = sv_fma(q[e], x[e], sp[i][lane]);
+        read_lane_chunk<kDim, L>(x, vr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) dp[i][lane] = sv_fma(go[e], x[e], dp[i][lane]);
+      }
     }
   }
   T ds[kKeyChunk];
@@ -585,11 +612,15 @@ SV_HD void query_chunk(const Cta& cta, int g, const S* qrow, const S* grow, T ls
   }
   for (int lane : cta.lanes()) {
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      if (!ok[i]) continue;
-      LaneRow<T, E> k;
-      read_lane<kDim, L>(k, kr[i], lane, D);
-      row_axpy(dq[lane], ds[i], k);
+    for (int c = 0; c < E / per; ++c) {
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T k[per];
+        read_lane_chunk<kDim, L>(k, kr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) dq[lane].x[c * per + e] = sv_fma(ds[i], k[e], dq[lane].x[c * per + e]);
+      }
     }
   }
 }
@@ -615,8 +646,8 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
   S* go = gdo + kMaxTileGlobals * P;
   T* gl = reinterpret_cast<T*>(go + kMaxTileGlobals * P);  // lse, Di of the global rows
   GlobalPartials<T> gp(cur, lay.acc_bytes, 1, P, GQ);
-  S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
-  buf[1] = cur.template take<S>(lay.stage_bytes);
+  S* const buf0 = cur.template take<S>(2 * lay.stage_bytes);  // the two stage buffers
+  auto buf = [&](int which) { return reinterpret_cast<S*>(reinterpret_cast<char*>(buf0) + which * lay.stage_bytes); };
   const int64_t R = lay.stage_rows_n;
   const S* kb = a.k.row(bh, H, 0);
   const S* vb = a.v.row(bh, H, 0);
@@ -683,14 +714,14 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
 
   const SliceUnion un{hd.deltas, nd, t0, GQ, N, +1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
-    S* kbuf = buf[which];
+    S* kbuf = buf(which);
     S* vbuf = kbuf + R * P;
     auto rows = [&](int64_t r) { return lo + r; };
     stage_tensor(cta, kbuf, P, kb, sk, hi - lo, rows, D);
     stage_tensor(cta, vbuf, P, vb, sv, hi - lo, rows, D);
   };
   auto use = [&](int which, int64_t lo, int64_t hi) {
-    const S* kbuf = buf[which];
+    const S* kbuf = buf(which);
     const S* vbuf = kbuf + R * P;
     if (!cta.compute()) return;
     for (int g : cta.groups())
@@ -781,27 +812,34 @@ SV_HD void backward_query_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh
 
 // ---- backward, key pass ---------------------------------------------------------------------------
 
-// One chunk of queries of key row k (own K, V rows kr, vr): P and dS recomputed from the queries'
-// q, dO, lse and Di; dv += P dO, dk += dS q.
+// One chunk of queries of key row k (own K, V rows krow, vrow): P and dS recomputed from the
+// queries' q, dO, lse and Di; dv += P dO, dk += dS q.
 template <int kDim, int L, int E, typename Cta, typename T, typename S>
 SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSlots<LaneRow<T, E>>& dk,
                      LaneSlots<LaneRow<T, E>>& dv, const S* const (&qr)[kKeyChunk], const S* const (&gr)[kKeyChunk],
                      const T (&lse)[kKeyChunk], const T (&di)[kKeyChunk], const bool (&ok)[kKeyChunk], T scale,
                      int64_t D) {
+  constexpr int per = 16 / static_cast<int>(sizeof(S));
   LaneSlots<T> sp[kKeyChunk], dp[kKeyChunk];
   for (int lane : cta.lanes()) {
-    LaneRow<T, E> k, v;
-    read_lane<kDim, L>(k, krow, lane, D);
-    read_lane<kDim, L>(v, vrow, lane, D);
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      sp[i][lane] = dp[i][lane] = T(0);
-      if (!ok[i]) continue;
-      LaneRow<T, E> q, go;
-      read_lane<kDim, L>(q, qr[i], lane, D);
-      read_lane<kDim, L>(go, gr[i], lane, D);
-      sp[i][lane] = row_dot(q, k);
-      dp[i][lane] = row_dot(go, v);
+    for (int i = 0; i < kKeyChunk; ++i) sp[i][lane] = dp[i][lane] = T(0);
+    SV_UNROLL
+    for (int c = 0; c < E / per; ++c) {
+      T k[per], v[per];
+      read_lane_chunk<kDim, L>(k, krow, lane, c, D);
+      read_lane_chunk<kDim, L>(v, vrow, lane, c, D);
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T x[per];
+        read_lane_chunk<kDim, L>(x, qr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) sp[i][lane] = sv_fma(x[e], k[e], sp[i][lane]);
+        read_lane_chunk<kDim, L>(x, gr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) dp[i][lane] = sv_fma(x[e], v[e], dp[i][lane]);
+      }
     }
   }
   T p[kKeyChunk], ds[kKeyChunk];
@@ -814,13 +852,18 @@ SV_HD void key_chunk(const Cta& cta, int g, const S* krow, const S* vrow, LaneSl
   }
   for (int lane : cta.lanes()) {
     SV_UNROLL
-    for (int i = 0; i < kKeyChunk; ++i) {
-      if (!ok[i]) continue;
-      LaneRow<T, E> x;
-      read_lane<kDim, L>(x, gr[i], lane, D);
-      row_axpy(dv[lane], p[i], x);
-      read_lane<kDim, L>(x, qr[i], lane, D);
-      row_axpy(dk[lane], ds[i], x);
+    for (int c = 0; c < E / per; ++c) {
+      SV_UNROLL
+      for (int i = 0; i < kKeyChunk; ++i) {
+        if (!ok[i]) continue;
+        T x[per];
+        read_lane_chunk<kDim, L>(x, gr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) dv[lane].x[c * per + e] = sv_fma(p[i], x[e], dv[lane].x[c * per + e]);
+        read_lane_chunk<kDim, L>(x, qr[i], lane, c, D);
+        SV_UNROLL
+        for (int e = 0; e < per; ++e) dk[lane].x[c * per + e] = sv_fma(ds[i], x[e], dk[lane].x[c * per + e]);
+      }
     }
   }
 }
@@ -845,8 +888,8 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
   S* gv = gk + kMaxTileGlobals * P;
   T* gl = reinterpret_cast<T*>(gv + kMaxTileGlobals * P);  // lse, Di of the global rows
   GlobalPartials<T> gp(cur, lay.acc_bytes, 2, P, GQ);
-  S* buf[2] = {cur.template take<S>(lay.stage_bytes), nullptr};
-  buf[1] = cur.template take<S>(lay.stage_bytes);
+  S* const buf0 = cur.template take<S>(2 * lay.stage_bytes);  // the two stage buffers
+  auto buf = [&](int which) { return reinterpret_cast<S*>(reinterpret_cast<char*>(buf0) + which * lay.stage_bytes); };
   const int64_t R = lay.stage_rows_n;
   const S* kb = a.k.row(bh, H, 0);
   const S* vb = a.v.row(bh, H, 0);
@@ -888,7 +931,7 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
   // A stage row: q (P), dO (P), then the stage's lse and Di (R each) after all rows.
   const SliceUnion un{hd.deltas, nd, t0, GQ, N, -1, ng > 0};
   auto issue = [&](int which, int64_t lo, int64_t hi) {
-    S* qbuf = buf[which];
+    S* qbuf = buf(which);
     S* gbuf = qbuf + R * P;
     T* lbuf = reinterpret_cast<T*>(gbuf + R * P);
     auto rows = [&](int64_t r) { return lo + r; };
@@ -898,7 +941,7 @@ SV_HD void backward_key_tile(Cta& cta, const BackwardArgs<T, S>& a, int64_t bh, 
     stage_scalars(cta, lbuf + R, di_b + lo, hi - lo);
   };
   auto use = [&](int which, int64_t lo, int64_t hi) {
-    const S* qbuf = buf[which];
+    const S* qbuf = buf(which);
     const S* gbuf = qbuf + R * P;
     const T* lbuf = reinterpret_cast<const T*>(gbuf + R * P);
     if (!cta.compute()) return;

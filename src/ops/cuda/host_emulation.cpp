@@ -179,24 +179,38 @@ MemoryTraffic tiled_backward(const BackwardArgs<T, S>& a, bool count_only) {
 
 template <typename T, typename S>
 MemoryTraffic tiled_forward_any(const ForwardArgs<T, S>& a, bool count_only) {
-  if (a.dim == 64) return tiled_forward<64>(a, count_only);
-  if (a.dim == 128) return tiled_forward<128>(a, count_only);
-  return tiled_forward<0>(a, count_only);
+  if constexpr (sizeof(T) != 4) {
+    return MemoryTraffic{};  // never: tiled_launch<double> is false
+  } else {
+    return a.dim == 64 ? tiled_forward<64>(a, count_only) : tiled_forward<128>(a, count_only);
+  }
 }
 template <typename T, typename S>
 MemoryTraffic tiled_backward_any(const BackwardArgs<T, S>& a, bool count_only) {
-  if (a.dim == 64) return tiled_backward<64>(a, count_only);
-  if (a.dim == 128) return tiled_backward<128>(a, count_only);
-  return tiled_backward<0>(a, count_only);
+  if constexpr (sizeof(T) != 4) {
+    return MemoryTraffic{};
+  } else {
+    return a.dim == 64 ? tiled_backward<64>(a, count_only) : tiled_backward<128>(a, count_only);
+  }
 }
 
-bool tiled(bool diagonal, KernelDesign design) { return diagonal && design == KernelDesign::kTiles; }
+// The tiled kernels where the device runs them (tiled_launch: D = 64 or 128; the emulation's plans
+// have at most kMaxTileGlobals globals); other head sizes take the CSR rows, as on the device.
+template <typename T, typename S, template <typename, typename> class A>
+bool tiled(const A<T, S>& a, bool diagonal, KernelDesign design) {
+  return design == KernelDesign::kTiles && tiled_launch<T>(diagonal, 0, a.dim);
+}
+template <typename A>
+bool row_diagonal(const A& a, bool diagonal, KernelDesign design) {
+  return diagonal && design == KernelDesign::kRows;
+}
 
 }  // namespace
 
 template <typename T, typename S>
 MemoryTraffic emulate_forward(const ForwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
-  if (tiled(diagonal, design)) return tiled_forward_any(a, false);
+  if (tiled(a, diagonal, design)) return tiled_forward_any(a, false);
+  diagonal = row_diagonal(a, diagonal, design);
   for_each_warp(a.rows(), [&](const EmulatedWarp& w, int64_t row) {
     if (diagonal) {
       forward_diagonal_warp(w, a, row);
@@ -209,7 +223,8 @@ MemoryTraffic emulate_forward(const ForwardArgs<T, S>& a, bool diagonal, KernelD
 
 template <typename T, typename S>
 MemoryTraffic emulate_backward(const BackwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
-  if (tiled(diagonal, design)) return tiled_backward_any(a, false);
+  if (tiled(a, diagonal, design)) return tiled_backward_any(a, false);
+  diagonal = row_diagonal(a, diagonal, design);
   // Two launches on one stream: every query row is done before any key row starts.
   for_each_warp(a.rows(), [&](const EmulatedWarp& w, int64_t row) {
     if (diagonal) {
@@ -230,12 +245,14 @@ MemoryTraffic emulate_backward(const BackwardArgs<T, S>& a, bool diagonal, Kerne
 
 template <typename T, typename S>
 MemoryTraffic count_forward_traffic(const ForwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
-  return tiled(diagonal, design) ? tiled_forward_any(a, true) : row_forward_traffic(a, diagonal);
+  return tiled(a, diagonal, design) ? tiled_forward_any(a, true)
+                                    : row_forward_traffic(a, row_diagonal(a, diagonal, design));
 }
 
 template <typename T, typename S>
 MemoryTraffic count_backward_traffic(const BackwardArgs<T, S>& a, bool diagonal, KernelDesign design) {
-  return tiled(diagonal, design) ? tiled_backward_any(a, true) : row_backward_traffic(a, diagonal);
+  return tiled(a, diagonal, design) ? tiled_backward_any(a, true)
+                                    : row_backward_traffic(a, row_diagonal(a, diagonal, design));
 }
 
 #define SPARSEVIT_EMULATION_INSTANTIATE(T, S)                                                  \

@@ -1,7 +1,7 @@
-// Host emulation of the CUDA kernels (plain C++, no CUDA, no LibTorch). Diagonal patterns run the
-// tiled kernels of diagonal_tiles.h, CTA by CTA (EmulatedCta: groups and lanes in loops, shared
-// memory a host buffer, phases between barriers in order); other patterns run the per-row CSR
-// kernels of warp_rows.h, warp by warp. Both use the same __host__ __device__ code, index math and
+// Host emulation of the CUDA kernels (plain C++, no CUDA, no LibTorch). Diagonal patterns with
+// D = 64 or 128 (tiled_launch) run the tiled kernels of diagonal_tiles.h, CTA by CTA (EmulatedCta: groups and lanes in loops, shared
+// memory a host buffer, phases between barriers in order); other patterns and head sizes run the
+// per-row CSR kernels of warp_rows.h, warp by warp, as the device does. Both use the same __host__ __device__ code, index math and
 // reduction order as the GPU; the device differs only in exp/log (CUDA's expf/logf vs the host's).
 // CI runs it against a float64 reference (tests/ops_cuda); the kernels themselves are only compiled.
 //

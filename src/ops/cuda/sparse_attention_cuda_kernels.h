@@ -5,18 +5,21 @@
 #pragma once
 
 #include "ops/cuda/cuda_kernel_params.h"
+#include "ops/cuda/diagonal_tile_plan.h"
 
 // cudaStream_t without the CUDA headers (the runtime's own definition).
 typedef struct CUstream_st* cudaStream_t;
 
 namespace sparsevit::ops::cuda {
 
-// out and lse for every row: the diagonal kernel (a.diag set) or the general CSR one.
+// out and lse for every row: the tiled diagonal kernels (`diagonal`: a.diag, a.partials set; only
+// when tiled_launch() holds) or the per-row CSR ones.
 template <typename T, typename S>
 int launch_forward(const ForwardArgs<T, S>& a, bool diagonal, cudaStream_t stream);
 
-// The query pass (dq; P / dS to the edge or slot buffers) then, on the same stream, the key pass
-// (dk, dv over the transposed CSR or the diagonal slots).
+// The query pass (dq, and Di or P / dS per edge) then, on the same stream, the key pass (dk, dv),
+// then for the tiled kernels the merge of the global tokens' partials (a.workspace); the CSR
+// kernels use a.edge_p / a.edge_ds and the transposed CSR.
 template <typename T, typename S>
 int launch_backward(const BackwardArgs<T, S>& a, bool diagonal, cudaStream_t stream);
 

@@ -1,9 +1,9 @@
 // The CUDA kernels of the sparse attention operator (docs/gpu.md).
 // - Diagonal unions (DiagonalPlan): the tiled kernels of diagonal_tiles.h, one CTA per (batch-head,
 //   tile) run by a DeviceCta (each thread its own group and lane; stage copies with cp.async on
-//   sm_80+), specialised for D = 64 and 128 with a generic shape for any D <= 128; then a merge
-//   kernel per (batch-head, global token) for the class-token rows and columns.
-// - Other patterns: the per-row CSR kernels of warp_rows.h (one warp per row, kWarpsPerBlock warps
+//   sm_80+), specialised for D = 64 and 128; then a merge kernel per (batch-head, global token)
+//   for the class-token rows and columns.
+// - Other patterns, and other head sizes (the generic fallback): the per-row CSR kernels of warp_rows.h (one warp per row, kWarpsPerBlock warps
 //   per block, the xor butterfly as __shfl_xor_sync).
 // The host emulation (host_emulation.cpp) runs the same tile and row code over the same grids.
 #include <cuda_runtime.h>
@@ -232,10 +232,8 @@ cudaError_t backward_tiles(const BackwardArgs<T, S>& a, cudaStream_t stream) {
 template <typename T, typename S>
 int launch_forward(const ForwardArgs<T, S>& a, bool diagonal, cudaStream_t stream) {
   if (a.rows() == 0) return cudaSuccess;
-  if (diagonal) {
-    if (a.dim == 64) return forward_tiles<64>(a, stream);
-    if (a.dim == 128) return forward_tiles<128>(a, stream);
-    return forward_tiles<0>(a, stream);
+  if constexpr (sizeof(T) == 4) {  // tiled_launch<T>: float32 compute only
+    if (diagonal) return a.dim == 64 ? forward_tiles<64>(a, stream) : forward_tiles<128>(a, stream);
   }
   forward_csr_kernel<T, S><<<grid_for(a.rows()), kThreadsPerBlock, 0, stream>>>(a);
   return cudaGetLastError();
@@ -244,10 +242,8 @@ int launch_forward(const ForwardArgs<T, S>& a, bool diagonal, cudaStream_t strea
 template <typename T, typename S>
 int launch_backward(const BackwardArgs<T, S>& a, bool diagonal, cudaStream_t stream) {
   if (a.rows() == 0) return cudaSuccess;
-  if (diagonal) {
-    if (a.dim == 64) return backward_tiles<64>(a, stream);
-    if (a.dim == 128) return backward_tiles<128>(a, stream);
-    return backward_tiles<0>(a, stream);
+  if constexpr (sizeof(T) == 4) {
+    if (diagonal) return a.dim == 64 ? backward_tiles<64>(a, stream) : backward_tiles<128>(a, stream);
   }
   backward_query_csr_kernel<T, S><<<grid_for(a.rows()), kThreadsPerBlock, 0, stream>>>(a);
   const cudaError_t e = cudaGetLastError();
