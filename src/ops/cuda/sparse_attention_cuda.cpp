@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,6 +49,7 @@ struct DeviceCsr {
   bool diagonal = false;
   at::Tensor delta_ptr, deltas, global_ptr, globals, is_global, global_pos;
   int64_t max_slots = 0;
+  int64_t max_globals = 0;  // the most global tokens of any head (tiled workspaces, tiled_launch)
 };
 
 // Uploads each prepared pattern once per device. Entries are keyed by the PreparedCsr's address and
@@ -94,6 +96,9 @@ class DeviceCsrCache {
       d.is_global = up(p.diagonal->is_global);
       d.global_pos = up(p.diagonal->global_pos);
       d.max_slots = p.diagonal->max_slots;
+      const at::Tensor gp = p.diagonal->global_ptr.to(at::kCPU).contiguous();
+      const int32_t* g = gp.data_ptr<int32_t>();
+      for (int64_t h = 0; h + 1 < gp.numel(); ++h) d.max_globals = std::max<int64_t>(d.max_globals, g[h + 1] - g[h]);
     }
     return d;
   }
@@ -154,12 +159,15 @@ bool all_pairs_aligned(std::initializer_list<const at::Tensor*> ts) {
   return true;
 }
 
-// The diagonal kernels run when the pattern has a verified plan and SPARSEVIT_STRUCTURED_KERNEL is
-// not "0" (as on the CPU).
-bool use_diagonal(const DeviceCsr& d) {
+// The tiled diagonal kernels run when the pattern has a verified plan, SPARSEVIT_STRUCTURED_KERNEL is
+// not "0" (as on the CPU), and cuda::tiled_launch takes its globals, head size and compute type;
+// otherwise the per-row CSR kernels.
+template <typename T>
+bool use_tiles(const DeviceCsr& d, const AttentionShape& s) {
   if (!d.diagonal) return false;
   const char* env = std::getenv("SPARSEVIT_STRUCTURED_KERNEL");
-  return env == nullptr || std::strcmp(env, "0") != 0;
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  return cuda::tiled_launch<T>(true, d.max_globals, s.layer.head_dim);
 }
 
 template <typename T>
@@ -191,13 +199,20 @@ void check_launch(const char* op, int err) {
 
 void run_forward(const char* op, const AttentionShape& s, const DeviceCsr& d, const at::Tensor& q,
                  const at::Tensor& k, const at::Tensor& v, const at::Tensor& out, const at::Tensor& lse, double scale) {
-  const bool diagonal = use_diagonal(d);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   dispatch_storage(q.scalar_type(), op, [&](auto t_tag, auto s_tag) {
     using T = decltype(t_tag);
     using S = decltype(s_tag);
+    const bool diagonal = use_tiles<T>(d, s);
     cuda::ForwardArgs<T, S> a;
     set_pattern(a, d, s, scale, diagonal);
+    // The tiles' partials of the global rows (merged by the second launch).
+    at::Tensor partials;
+    if (diagonal) {
+      a.partial_stride = cuda::forward_partials_per_head<T>(s.layer.num_tokens, s.layer.head_dim, d.max_globals);
+      partials = at::empty({s.batch * s.layer.num_heads * a.partial_stride + 1}, lse.options());
+      a.partials = partials.data_ptr<T>();
+    }
     a.q = token_view<const S>(q);
     a.k = token_view<const S>(k);
     a.v = token_view<const S>(v);
@@ -212,20 +227,13 @@ void run_backward(const char* op, const AttentionShape& s, const DeviceCsr& d, c
                   const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
                   const at::Tensor& lse, const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                   double scale) {
-  const bool diagonal = use_diagonal(d);
   const int64_t bh = s.batch * s.layer.num_heads;
   const at::TensorOptions work = q.options().dtype(compute_type(q.scalar_type()));
-  const at::Tensor edge_p = at::empty({bh, s.nnz_stride}, work), edge_ds = at::empty({bh, s.nnz_stride}, work);
-  const int64_t slot_stride = diagonal ? d.max_slots * s.layer.num_tokens : 0;
-  at::Tensor slot_p, slot_ds;
-  if (diagonal) {
-    slot_p = at::empty({bh, slot_stride}, work);
-    slot_ds = at::empty({bh, slot_stride}, work);
-  }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   dispatch_storage(q.scalar_type(), op, [&](auto t_tag, auto s_tag) {
     using T = decltype(t_tag);
     using S = decltype(s_tag);
+    const bool diagonal = use_tiles<T>(d, s);
     cuda::BackwardArgs<T, S> a;
     set_pattern(a, d, s, scale, diagonal);
     a.q = token_view<const S>(q);
@@ -237,12 +245,17 @@ void run_backward(const char* op, const AttentionShape& s, const DeviceCsr& d, c
     a.grad_q = token_view<S>(dq);
     a.grad_k = token_view<S>(dk);
     a.grad_v = token_view<S>(dv);
-    a.edge_p = edge_p.data_ptr<T>();
-    a.edge_ds = edge_ds.data_ptr<T>();
+    // Tiled: Di per query and the global tokens' partials. CSR: P and dS per edge.
+    at::Tensor workspace, edge_p, edge_ds;
     if (diagonal) {
-      a.slot_p = slot_p.data_ptr<T>();
-      a.slot_ds = slot_ds.data_ptr<T>();
-      a.slot_stride = slot_stride;
+      a.workspace_stride = cuda::backward_workspace_per_head<T>(s.layer.num_tokens, s.layer.head_dim, d.max_globals);
+      workspace = at::empty({bh * a.workspace_stride}, work);
+      a.workspace = workspace.data_ptr<T>();
+    } else {
+      edge_p = at::empty({bh, s.nnz_stride}, work);
+      edge_ds = at::empty({bh, s.nnz_stride}, work);
+      a.edge_p = edge_p.data_ptr<T>();
+      a.edge_ds = edge_ds.data_ptr<T>();
     }
     a.t_row_ptr = d.t_row_ptr.data_ptr<int32_t>();
     a.t_query = d.t_query.data_ptr<int32_t>();
