@@ -34,7 +34,7 @@ class EmulatedCta {
   // The device's __shfl_xor_sync butterfly over the group's lanes, level by level.
   template <typename T>
   T group_sum(int, const LaneSlots<T>& x) const {
-    T v[kHostLanes], next[kHostLanes];
+    T v[kHostLanes] = {}, next[kHostLanes] = {};
     for (int l = 0; l < lanes_; ++l) v[l] = x[l];
     for (int offset = lanes_ / 2; offset >= 1; offset /= 2) {
       for (int l = 0; l < lanes_; ++l) next[l] = butterfly_combine(v[l], v[l ^ offset]);
