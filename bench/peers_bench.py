@@ -213,7 +213,9 @@ def setup_inductor_cpu(args):
     done = {"sleef_include": None, "preloaded": None}
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(args.inductor_cache))
     done["inductor_cache_dir"] = os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    done["vec_isa_without_change"] = vec_isa_probe({**os.environ, "CPATH": "", "LD_PRELOAD": ""})
+    # In a cache folder of its own: a kernel built without the fixes stays in the cache and is reused.
+    done["vec_isa_without_change"] = vec_isa_probe({**os.environ, "CPATH": "", "LD_PRELOAD": "",
+                                                    "TORCHINDUCTOR_CACHE_DIR": done["inductor_cache_dir"] + "-unfixed"})
     if args.no_flex_fix:
         return done
     if torch_is_a_wheel():
