@@ -1,8 +1,9 @@
 // The tiled diagonal kernels on problems wider than one tile and one stage: the benchmarks'
-// Fibottention pattern (offsets up to N/3, a class token) at N = 600, so a head has several tiles
-// (G = 256 queries at D = 64, 128 at D = 128 and the generic shape), each with several stages, and
-// extra global tokens whose partials cross tiles; against the float64 reference, the per-row
-// design, bit-identical reruns, and the count-only traffic equal to the counted run's.
+// Fibottention pattern (offsets up to N/3, a class token) at N = 530-600, so a head has several
+// tiles (512 queries forward / 256 backward at D = 64; 256 / 128 at D = 128), each with several
+// stages, and extra global tokens whose partials cross tiles; against the float64 reference (D = 40
+// and fp64 run the per-row fallback, as on the device), the per-row design, bit-identical reruns,
+// and the count-only traffic equal to the counted run's.
 #include "ops_cuda/emulation_test_helpers.h"
 #include "ops_cuda/fibottention_plan.h"
 

@@ -72,7 +72,7 @@ SV_HD int64_t lane_chunk_first(int lane, int c) {
 }
 
 // Chunk c of lane `lane`'s elements of a shared-memory row (one 16-byte shared load on the device);
-// elements at or past D read as 0 (only the generic shape has any).
+// elements at or past D read as 0 (kDim 0: a generic shape, not launched by the device today).
 template <int kDim, int L, typename T, typename S>
 SV_HD void read_lane_chunk(T* x, const S* row, int lane, int c, int64_t D) {
   constexpr int per = 16 / static_cast<int>(sizeof(S));
