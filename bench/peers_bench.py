@@ -40,6 +40,8 @@ import time
 import traceback
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(REPO, "bench", "device"))
+from compiled_flex import CompiledFlex  # noqa: E402
 FIBO = "configs/attention/vit_fibottention.yaml"
 FIBO_SMALL = "configs/attention/vit_fibottention_small.yaml"
 HEADS, HEAD_DIM = 12, 64
@@ -237,46 +239,6 @@ def setup_inductor_cpu(args):
     return done
 
 
-class CompiledFlex:
-    """torch.compile(flex_attention) whose every call is proven to run the compiled graph.
-
-    A failed compile (the CPU backward, which torch 2.6 and 2.15 lack) leaves dynamo running later
-    calls of the same function eagerly without a word: on torch 2.15 a compiled forward at N = 1025
-    took 271 ms fresh and 1 325 ms after a failed backward (issue 46). So: a fresh dynamo state
-    (torch._dynamo.reset()) per pass and after every failure, inductor as the backend through a
-    wrapper that counts graphs compiled and calls of the compiled graph, and a check that every
-    call made ran it and that the pass compiled once (no recompile inside the timed calls)."""
-
-    def __init__(self, torch, flex):
-        self.torch, self.flex = torch, flex
-        self.fresh()
-
-    def fresh(self):
-        self.torch._dynamo.reset()
-        self.graphs_compiled = self.graph_calls = self.calls = 0
-
-        def inductor_counted(gm, example_inputs):
-            from torch._inductor.compile_fx import compile_fx
-            compiled = compile_fx(gm, example_inputs)
-            self.graphs_compiled += 1
-
-            def run(*args):
-                self.graph_calls += 1
-                return compiled(*args)
-            return run
-        self.fn = self.torch.compile(self.flex.flex_attention, backend=inductor_counted, dynamic=False, fullgraph=True)
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.fn(*args, **kwargs)
-
-    def proof(self):
-        # One graph per pass: a recompile inside the timed calls (a guard failing on every call)
-        # would be timed as the kernel.
-        return {"graphs_compiled": self.graphs_compiled, "calls": self.calls, "compiled_graph_calls": self.graph_calls,
-                "every_call_ran_the_compiled_graph": self.graphs_compiled == 1 and self.graph_calls >= self.calls}
-
-
 def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
     """Every method at one N: correctness against ours, then forward and forward+backward times."""
     torch.manual_seed(0)
@@ -307,7 +269,7 @@ def operator_at(torch, F, sparsevit, flex, N, B, args, flex_state):
     entry["flex_block_mask"] = {"block_size": args.flex_block, "build_s": time.perf_counter() - t0,
                                 "blocks_computed": int(blocks), "blocks_total": HEADS * nb * nb,
                                 "fraction_of_blocks_computed": int(blocks) / (HEADS * nb * nb)}
-    flex_compiled = CompiledFlex(torch, flex)
+    flex_compiled = CompiledFlex(torch, flex.flex_attention)
 
     fns = {
         "ours": lambda a, b, c: sparsevit.sparse_attention(a, b, c, row_ptr, col_idx, scale),

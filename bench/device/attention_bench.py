@@ -23,6 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from compiled_flex import CompiledFlex  # noqa: E402
 
 SCRIPT = "attention_bench.py"
 H, D = 12, 64
@@ -69,40 +70,6 @@ def parse_args(argv=None):
         ap.error(f"--dtypes: unknown {bad} (bf16, fp32)")
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     return args
-
-
-class CompiledFlex:
-    """torch.compile(flex_attention) whose every call is proven to run the compiled graph (as in
-    bench/peers_bench.py: a fresh dynamo state per pass, inductor through a wrapper that counts graphs
-    compiled and calls of the compiled graph; a failed compile would otherwise let dynamo run later
-    calls eagerly without a word)."""
-
-    def __init__(self, torch, flex_attention):
-        self.torch, self.flex_attention = torch, flex_attention
-        self.fresh()
-
-    def fresh(self):
-        self.torch._dynamo.reset()
-        self.graphs_compiled = self.graph_calls = self.calls = 0
-
-        def inductor_counted(gm, example_inputs):
-            from torch._inductor.compile_fx import compile_fx
-            compiled = compile_fx(gm, example_inputs)
-            self.graphs_compiled += 1
-
-            def run(*a):
-                self.graph_calls += 1
-                return compiled(*a)
-            return run
-        self.fn = self.torch.compile(self.flex_attention, backend=inductor_counted, dynamic=False, fullgraph=True)
-
-    def __call__(self, *a, **kw):
-        self.calls += 1
-        return self.fn(*a, **kw)
-
-    def proof(self):
-        return {"graphs_compiled": self.graphs_compiled, "calls": self.calls, "compiled_graph_calls": self.graph_calls,
-                "every_call_ran_the_compiled_graph": self.graphs_compiled >= 1 and self.graph_calls >= self.calls}
 
 
 class GuardTimeout(Exception):
