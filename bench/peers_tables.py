@@ -38,8 +38,9 @@ def header(d):
         f"- load average (1, 5, 15 min) before {d['load_before']['loadavg_1_5_15']}, after "
         f"{d['load_after']['loadavg_1_5_15']}",
         f"- inductor's vector ISA: {fs.get('vec_isa_without_change', '?')} as installed, "
-        f"{fs.get('vec_isa_with_change', 'not changed')} with sleef.h from `{fs.get('sleef_include')}` and "
-        f"`{fs.get('preloaded')}` preloaded",
+        f"{fs.get('vec_isa_with_change', 'not changed')} " +
+        (f"with the fix: {fs['inductor_link_fix']}" if fs.get("inductor_link_fix") else
+         f"with sleef.h from `{fs.get('sleef_include')}` and `{fs.get('preloaded')}` preloaded"),
     ]
     return "\n".join(lines)
 
