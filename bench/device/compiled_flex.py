@@ -13,8 +13,10 @@ class CompiledFlex:
     wrapper that counts graphs compiled and calls of the compiled graph, and a check that every
     call made ran it and that the pass compiled once (no recompile inside the timed calls)."""
 
-    def __init__(self, torch, flex_attention):
-        self.torch, self.flex_attention = torch, flex_attention
+    def __init__(self, torch, flex_attention, compiler=None):
+        """compiler(gm, example_inputs) -> callable: inductor's compile_fx unless given (the tests
+        pass one that needs no C++ toolchain)."""
+        self.torch, self.flex_attention, self.compiler = torch, flex_attention, compiler
         self.fresh()
 
     def fresh(self):
@@ -22,8 +24,11 @@ class CompiledFlex:
         self.graphs_compiled = self.graph_calls = self.calls = 0
 
         def inductor_counted(gm, example_inputs):
-            from torch._inductor.compile_fx import compile_fx
-            compiled = compile_fx(gm, example_inputs)
+            if self.compiler is None:
+                from torch._inductor.compile_fx import compile_fx
+                compiled = compile_fx(gm, example_inputs)
+            else:
+                compiled = self.compiler(gm, example_inputs)
             self.graphs_compiled += 1
 
             def run(*args):

@@ -8,7 +8,8 @@
 # from a clean copy of the checkout (its tracked and unignored files, nothing built) with the
 # README's command, a wheel is made from the same copy, the copy is removed (so the tests see an
 # install that no longer has its source tree), and the whole Python suite runs against the
-# installed package with SPARSEVIT_REQUIRE_PEERS=1.
+# installed package with SPARSEVIT_REQUIRE_PEERS=1, plus the benchmarks' compiled-FlexAttention
+# proof (scripts/lib/tests/test_compiled_flex.py), which needs a torch 2.
 
 SPARSEVIT_PYPI_CACHE="${SPARSEVIT_PYPI_CACHE:-$HOME/.cache/sparsevit/pypi}"
 SPARSEVIT_PYPI_PYTHON="${SPARSEVIT_PYPI_PYTHON:-/usr/bin/python3}"
@@ -86,5 +87,6 @@ sparsevit_pypi_test() {
   # tests that compare with the CLI find it in the checkout's build/ (the Debian 12 build).
   (cd "$SPARSEVIT_PYPI_CACHE" && env -u SPARSEVIT_BUILD -u PYTHONPATH -u SPARSEVIT_LIBRARY SPARSEVIT_PLATFORM=pypi \
      SPARSEVIT_REQUIRE_PEERS=1 SPARSEVIT_INSTALLED_VENV="$venv" SPARSEVIT_WHEEL="$wheel" \
-     "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$SPARSEVIT_ROOT/python" "$@" "$SPARSEVIT_ROOT/python/tests")
+     "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$SPARSEVIT_ROOT/python" "$@" "$SPARSEVIT_ROOT/python/tests" \
+     "$SPARSEVIT_ROOT/scripts/lib/tests/test_compiled_flex.py")
 }
