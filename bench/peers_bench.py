@@ -179,11 +179,10 @@ def sgemm_rate(torch, n=2048, reps=5):
     return {"shape": [n, n, n], "best_ms": best, "gflops_per_s": 2 * n**3 / (best * 1e-3) / 1e9}
 
 
-def torch_is_a_wheel():
-    """PyPI's torch carries lib/libtorch.so and include/ (sleef.h among them); Debian's does not."""
+def torch_folder():
     import importlib.util
     spec = importlib.util.find_spec("torch")
-    return bool(spec and spec.origin and os.path.isfile(os.path.join(os.path.dirname(spec.origin), "lib", "libtorch.so")))
+    return os.path.dirname(spec.origin) if spec and spec.origin else ""
 
 
 # Inductor links its CPU kernels with Python's LIBDIR before torch's lib/ (torch 2.15,
@@ -220,12 +219,14 @@ def setup_inductor_cpu(args):
                                                     "TORCHINDUCTOR_CACHE_DIR": done["inductor_cache_dir"] + "-unfixed"})
     if args.no_flex_fix:
         return done
-    if torch_is_a_wheel():
-        # The wheel carries sleef.h and its own libraries: the fix is the link order alone, applied
-        # in this process after `import torch` (apply_inductor_link_fix), with compiles in-process.
+    link_fix = os.path.isfile(os.path.join(torch_folder(), "lib", "libtorch.so"))
+    if link_fix:
+        # torch's lib/ first on inductor's link line: applied in this process after `import torch`,
+        # with compiles in-process. Harmless where lib/ links to the system's libraries (Debian 13).
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-        done["inductor_link_fix"] = "python LIBDIR dropped from inductor's link line (torch wheel)"
-        done["vec_isa_with_change"] = vec_isa_probe(dict(os.environ), link_fix=True)
+        done["inductor_link_fix"] = "python LIBDIR dropped from inductor's link line"
+    if os.path.isfile(os.path.join(torch_folder(), "include", "sleef.h")):  # PyPI's wheels carry it
+        done["vec_isa_with_change"] = vec_isa_probe(dict(os.environ), link_fix=link_fix)
         return done
     if args.sleef_include:
         inc = os.path.abspath(args.sleef_include)
@@ -235,7 +236,7 @@ def setup_inductor_cpu(args):
         ctypes.CDLL(SLEEF_LIB, mode=ctypes.RTLD_GLOBAL)  # this process loads the compiled kernels
         os.environ["LD_PRELOAD"] = SLEEF_LIB  # inductor's ISA check loads its test kernel in a child
         done["preloaded"] = SLEEF_LIB
-    done["vec_isa_with_change"] = vec_isa_probe(dict(os.environ))
+    done["vec_isa_with_change"] = vec_isa_probe(dict(os.environ), link_fix=link_fix)
     return done
 
 

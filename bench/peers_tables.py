@@ -39,8 +39,9 @@ def header(d):
         f"{d['load_after']['loadavg_1_5_15']}",
         f"- inductor's vector ISA: {fs.get('vec_isa_without_change', '?')} as installed, "
         f"{fs.get('vec_isa_with_change', 'not changed')} " +
-        (f"with the fix: {fs['inductor_link_fix']}" if fs.get("inductor_link_fix") else
-         f"with sleef.h from `{fs.get('sleef_include')}` and `{fs.get('preloaded')}` preloaded"),
+        "with " + "; ".join(([fs["inductor_link_fix"]] if fs.get("inductor_link_fix") else []) +
+                            ([f"sleef.h from `{fs.get('sleef_include')}`"] if fs.get("sleef_include") else []) +
+                            ([f"`{fs['preloaded']}` preloaded"] if fs.get("preloaded") else [])),
     ]
     return "\n".join(lines)
 

@@ -35,9 +35,10 @@ def _installed_torch():
     return torch
 
 
-def _wheel_torch_dir(torch):
-    """The torch folder of a PyTorch wheel (it carries lib/libtorch.so and include/), else None
-    (Debian's python3-torch: its LibTorch is libtorch-dev's, found by CMake's own package)."""
+def _torch_dir_with_libraries(torch):
+    """The torch package folder when it carries lib/libtorch.so and include/: PyPI's wheels, and
+    Debian's python3-torch too (its lib/ links into /usr/lib/x86_64-linux-gnu). Else None: CMake
+    looks for LibTorch's own package."""
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
     if os.path.isfile(os.path.join(torch_dir, "lib", "libtorch.so")) and os.path.isdir(os.path.join(torch_dir, "include")):
         return torch_dir
@@ -55,10 +56,10 @@ def _cxx_standard(torch):
 
 
 def _torch_options(torch):
-    """How CMake finds LibTorch. A wheel's: its folder, every library by full path inside it
-    (cmake/SparsevitTorchFromPython.cmake), whatever else the system has (Debian's libtorch-dev);
-    Debian's python3-torch: libtorch-dev's CMake package."""
-    torch_dir = _wheel_torch_dir(torch)
+    """How CMake finds LibTorch: through the installed torch's own folder, every library by full path
+    inside it (cmake/SparsevitTorchFromPython.cmake), whatever else the system has (Debian's
+    libtorch-dev beside PyPI's torch); LibTorch's CMake package only for a torch without lib/."""
+    torch_dir = _torch_dir_with_libraries(torch)
     options = [f"-DSPARSEVIT_CXX_STANDARD={_cxx_standard(torch)}"]
     if torch_dir is None:
         return options
