@@ -1,7 +1,8 @@
-# LibTorch taken from a PyTorch wheel's own folder, without find_package(Torch).
+# LibTorch taken from the installed torch package's own folder, without find_package(Torch).
 #
 # python/setup.py (and scripts/device-check) pass SPARSEVIT_TORCH_DIR, the installed torch
-# package (<site-packages>/torch), and SPARSEVIT_TORCH_VERSION. Why not TorchConfig.cmake:
+# package (<site-packages>/torch: PyPI's wheels, and Debian's python3-torch, whose lib/ links to
+# /usr/lib/x86_64-linux-gnu), and SPARSEVIT_TORCH_VERSION. Why not TorchConfig.cmake:
 # - its find_library() calls search the system prefixes before the wheel's lib/, so a machine
 #   with Debian's libtorch-dev linked both libc10.so (the wheel's) and libc10.so.1.13 (issue 46);
 # - for a CUDA wheel it includes Caffe2's cuda.cmake, which needs the CUDA toolkit even for a
@@ -22,7 +23,7 @@ set(_sv_torch_lib "${TORCH_INSTALL_PREFIX}/lib")
 foreach(_sv_lib torch torch_cpu c10)
   if(NOT EXISTS "${_sv_torch_lib}/lib${_sv_lib}.so")
     message(FATAL_ERROR "sparsevit: ${_sv_torch_lib}/lib${_sv_lib}.so is missing: SPARSEVIT_TORCH_DIR must be an "
-                        "installed PyTorch wheel's torch/ folder")
+                        "installed torch package's folder (<site-packages>/torch)")
   endif()
 endforeach()
 
@@ -41,5 +42,5 @@ if(SPARSEVIT_CUDA_ENABLED AND EXISTS "${_sv_torch_lib}/libtorch_cuda.so")
     INTERFACE_COMPILE_DEFINITIONS "USE_CUDA")
   list(APPEND TORCH_LIBRARIES torch_cuda)
 endif()
-message(STATUS "sparsevit: LibTorch ${Torch_VERSION} from the PyTorch wheel in ${TORCH_INSTALL_PREFIX} "
+message(STATUS "sparsevit: LibTorch ${Torch_VERSION} from the torch folder ${TORCH_INSTALL_PREFIX} "
                "(C++${CMAKE_CXX_STANDARD}, _GLIBCXX_USE_CXX11_ABI=${SPARSEVIT_TORCH_CXX11_ABI})")
