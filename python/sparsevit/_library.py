@@ -22,18 +22,37 @@ def _candidate_dirs():
     return [os.path.abspath(d) for d in dirs]
 
 
+def _built_for_another_torch(folder):
+    """The LibTorch version a build folder's stamp names when it is not this torch's major.minor
+    (loading such a library into this process would crash it), else None."""
+    try:
+        with open(os.path.join(folder, "sparsevit_torch_version.txt")) as f:
+            built = f.read().strip()
+    except OSError:
+        return None
+    return built if built.split(".")[:2] != torch.__version__.split("+")[0].split(".")[:2] else None
+
+
 def find(name_prefix, suffix):
-    """The first file named name_prefix*suffix in the candidate folders."""
+    """The first file named name_prefix*suffix in the candidate folders, skipping build folders of
+    another LibTorch (a checkout's Debian build seen from a venv of PyPI's torch)."""
     if name_prefix == "libsparsevit_ops" and os.environ.get("SPARSEVIT_LIBRARY"):
         return os.path.abspath(os.environ["SPARSEVIT_LIBRARY"])
+    skipped = []
     for d in _candidate_dirs():
         if not os.path.isdir(d):
+            continue
+        other = _built_for_another_torch(d)
+        if other:
+            skipped.append(f"{d} (built for LibTorch {other})")
             continue
         for f in sorted(os.listdir(d)):
             if f.startswith(name_prefix) and f.endswith(suffix):
                 return os.path.join(d, f)
-    raise ImportError(f"sparsevit: cannot find {name_prefix}*{suffix} (looked in {', '.join(_candidate_dirs())}); "
-                      "build the project (scripts/test or cmake --build build) or set SPARSEVIT_BUILD")
+    why = f"; skipped {', '.join(skipped)}, not PyTorch {torch.__version__}" if skipped else ""
+    raise ImportError(f"sparsevit: cannot find {name_prefix}*{suffix} (looked in {', '.join(_candidate_dirs())}{why}); "
+                      "build the project (scripts/test or cmake --build build), set SPARSEVIT_BUILD, or "
+                      "pip install --no-build-isolation ./python into this Python")
 
 
 _loaded = None

@@ -31,6 +31,20 @@ def test_every_shipped_config_loads(path):
     assert spec["source"] == path
 
 
+def test_a_build_folder_of_another_torch_is_skipped_with_the_reason(tmp_path, monkeypatch):
+    # A checkout's Debian build (LibTorch 1.13) seen from a venv of PyPI's torch: loading it
+    # aborted the process ("std::system_error: Invalid argument"); it is skipped, and said so.
+    from sparsevit import _library
+    (tmp_path / "sparsevit_torch_version.txt").write_text("0.42.0\n")
+    (tmp_path / "libsparsevit_ops.so").write_bytes(b"not a library")
+    monkeypatch.setattr(_library, "_candidate_dirs", lambda: [str(tmp_path)])
+    monkeypatch.delenv("SPARSEVIT_LIBRARY", raising=False)
+    with pytest.raises(ImportError, match=r"built for LibTorch 0\.42\.0\), not PyTorch"):
+        _library.find("libsparsevit_ops", ".so")
+    (tmp_path / "sparsevit_torch_version.txt").write_text(torch.__version__.split("+")[0] + "\n")
+    assert _library.find("libsparsevit_ops", ".so") == str(tmp_path / "libsparsevit_ops.so")
+
+
 def test_a_misspelled_config_path_says_it_is_missing_and_suggests_the_near_name():
     missing = os.path.join(ROOT, "configs", "attention", "vit_fibotention.yaml")
     with pytest.raises(sparsevit.UsageError) as err:

@@ -9,7 +9,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def run_example(name, *args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    # The checkout's package over the in-tree build; on the PyPI leg, the package pip installed.
+    env = dict(os.environ) if os.environ.get("SPARSEVIT_INSTALLED_VENV") else dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", name), *args], capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr

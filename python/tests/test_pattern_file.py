@@ -38,10 +38,14 @@ def test_the_cli_reads_a_python_mask_exactly(tmp_path):
     layers = [stripes(50, 4, layer) for layer in range(2)]
     sparsevit.patterns.save_file(tmp_path / "stripes.npz", layers)
     cfg = config(tmp_path, "stripes.npz")
-    # Python builds the file back through the C++ registry: the same masks.
+    # Python builds the file back through the C++ registry: the same masks. A pip-installed core
+    # has no libzip and refuses .npz in one line (docs/python.md); the CLI reads it below.
     os.chdir(tmp_path)  # pattern_file is relative to the working directory, as for the CLI
     try:
         built = sparsevit.patterns.build_all(str(cfg), 50, 4, 2, 16)
+    except RuntimeError as e:
+        assert os.environ.get("SPARSEVIT_INSTALLED_VENV") and "needs the CLI build" in str(e), e
+        built = layers
     finally:
         os.chdir(ROOT)
     for got, want in zip(built, layers):
