@@ -135,22 +135,27 @@ MemoryTraffic row_backward_traffic(const BackwardArgs<T, S>& a, bool diagonal) {
 
 // ---- the tiled kernels ----------------------------------------------------------------------------
 
+// One emulated launch: a CTA per (batch·head, block), in launch order, all counted into `tr`.
+template <typename Body>
+void emulate_launch(int64_t bhs, int64_t blocks, int lanes, int threads, bool count_only, MemoryTraffic& tr,
+                    Body body) {
+  for (int64_t bh = 0; bh < bhs; ++bh)
+    for (int64_t block = 0; block < blocks; ++block) {
+      EmulatedCta cta(lanes, threads, count_only, &tr);
+      body(cta, bh, block);
+    }
+}
+
 template <int kDim, typename T, typename S>
 MemoryTraffic tiled_forward(const ForwardArgs<T, S>& a, bool count_only) {
   using Shape = TileShape<T, kDim>;
   MemoryTraffic tr;
-  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups * Shape::kForwardQueries);
-  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
-    for (int64_t tile = 0; tile < tiles; ++tile) {
-      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
-      forward_tile<kDim>(cta, a, bh, tile);
-    }
+  const int64_t rows = Shape::kGroups * Shape::kForwardQueries, bhs = a.batch * a.heads;
+  emulate_launch(bhs, tiles_for(a.tokens, rows), Shape::kLanes, Shape::kThreads, count_only, tr,
+                 [&](EmulatedCta& cta, int64_t bh, int64_t tile) { forward_tile<kDim>(cta, a, bh, tile); });
   // The merges run after every tile (a second launch on the stream).
-  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
-    for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
-      EmulatedCta cta(1, kMergeThreads, count_only, &tr);
-      forward_merge(cta, a, bh, gi, Shape::kGroups * Shape::kForwardQueries);
-    }
+  emulate_launch(bhs, kMaxTileGlobals, 1, kMergeThreads, count_only, tr,
+                 [&](EmulatedCta& cta, int64_t bh, int64_t gi) { forward_merge(cta, a, bh, gi, rows); });
   return tr;
 }
 
@@ -158,22 +163,13 @@ template <int kDim, typename T, typename S>
 MemoryTraffic tiled_backward(const BackwardArgs<T, S>& a, bool count_only) {
   using Shape = TileShape<T, kDim>;
   MemoryTraffic tr;
-  const int64_t tiles = tiles_for(a.tokens, Shape::kGroups * Shape::kBackwardRows);
-  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
-    for (int64_t tile = 0; tile < tiles; ++tile) {
-      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
-      backward_query_tile<kDim>(cta, a, bh, tile);
-    }
-  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
-    for (int64_t tile = 0; tile < tiles; ++tile) {
-      EmulatedCta cta(Shape::kLanes, Shape::kThreads, count_only, &tr);
-      backward_key_tile<kDim>(cta, a, bh, tile);
-    }
-  for (int64_t bh = 0; bh < a.batch * a.heads; ++bh)
-    for (int64_t gi = 0; gi < kMaxTileGlobals; ++gi) {
-      EmulatedCta cta(1, kMergeThreads, count_only, &tr);
-      backward_merge(cta, a, bh, gi, Shape::kGroups * Shape::kBackwardRows);
-    }
+  const int64_t rows = Shape::kGroups * Shape::kBackwardRows, bhs = a.batch * a.heads, tiles = tiles_for(a.tokens, rows);
+  emulate_launch(bhs, tiles, Shape::kLanes, Shape::kThreads, count_only, tr,
+                 [&](EmulatedCta& cta, int64_t bh, int64_t tile) { backward_query_tile<kDim>(cta, a, bh, tile); });
+  emulate_launch(bhs, tiles, Shape::kLanes, Shape::kThreads, count_only, tr,
+                 [&](EmulatedCta& cta, int64_t bh, int64_t tile) { backward_key_tile<kDim>(cta, a, bh, tile); });
+  emulate_launch(bhs, kMaxTileGlobals, 1, kMergeThreads, count_only, tr,
+                 [&](EmulatedCta& cta, int64_t bh, int64_t gi) { backward_merge(cta, a, bh, gi, rows); });
   return tr;
 }
 
