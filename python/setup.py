@@ -2,11 +2,14 @@
 libsparsevit_ops.so (the operators) and _sparsevit_core (configs, reports, the mask registry),
 built by CMake from the checkout this folder sits in, against the torch of the Python that runs
 pip (as torchvision, NATTEN and xformers build). `--no-build-isolation` lets the build see that
-torch. Needs a C++17 compiler, CMake >= 3.18 and Python's headers; none of the CLI's libraries
-(SPARSEVIT_PYTHON_PACKAGE in CMakeLists.txt; docs/python.md). PyYAML reads the attention configs.
+torch. Needs a C++17 compiler (C++20 for torch 2.10+), CMake >= 3.18 and Python's headers; none of
+the CLI's libraries (SPARSEVIT_PYTHON_PACKAGE in CMakeLists.txt; docs/python.md). PyYAML reads the
+attention configs. LibTorch comes from the torch package's own folder, never a system search; the
+CUDA kernels only when asked for or a GPU is visible (_cuda_options, decided before compiling).
 
-The CMake build lives in python/build/cmake-<python>-torch<version>/ (kept: a rebuild only
-recompiles what changed; ccache is used when installed). `pip install -v` shows its progress."""
+The CMake build lives in python/build/cmake-<python>-torch<version>/ (or SPARSEVIT_PACKAGE_BUILD_DIR;
+kept: a rebuild only recompiles what changed; ccache is used when installed). `pip install -v`
+shows its progress."""
 import glob
 import os
 import shutil
