@@ -6,11 +6,11 @@
 #   /usr/bin/python3 -m venv --system-site-packages /tmp/v && bench/package_install_time.sh /tmp/v
 set -euo pipefail
 venv="${1:?usage: bench/package_install_time.sh VENV}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/setup.sh"
+source "$SPARSEVIT_ROOT/scripts/lib/pypi.sh"  # sparsevit_clean_copy: what a clone holds, nothing built
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && git ls-files -z --cached --others --exclude-standard \
-   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -xf - -C "$work"
+sparsevit_clean_copy "$work"
 "$venv/bin/pip" uninstall -q -y sparsevit > /dev/null 2>&1 || true
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
 cd "$work"

@@ -67,6 +67,17 @@ void with_row_source(const A& a, bool diagonal, int64_t bh, int64_t j, F&& f) {
   f(DiagRowSource(hd, j));
 }
 
+// Calls f(key token) for every kept key of query row (bh, j), in the per-row kernels' walk order.
+template <typename Args, typename F>
+void for_each_key(const Args& a, bool diagonal, int64_t bh, int64_t j, F f) {
+  with_row_source(a, diagonal, bh, j, [&](auto src) {
+    Edge e[kKeyChunk];
+    while (src.next(e))
+      for (const Edge& x : e)
+        if (x.valid) f(x.token);
+  });
+}
+
 template <typename T, typename S>
 MemoryTraffic row_forward_traffic(const ForwardArgs<T, S>& a, bool diagonal) {
   RowTraffic m;
@@ -74,14 +85,9 @@ MemoryTraffic row_forward_traffic(const ForwardArgs<T, S>& a, bool diagonal) {
   for (int64_t row = 0; row < a.rows(); ++row) {
     const int64_t bh = row / N, j = row - bh * N;
     m.row(a.q.row(bh, H, j), D);
-    with_row_source(a, diagonal, bh, j, [&](auto src) {
-      Edge e[kKeyChunk];
-      while (src.next(e))
-        for (const Edge& x : e)
-          if (x.valid) {
-            m.row(a.k.row(bh, H, x.token), D);
-            m.row(a.v.row(bh, H, x.token), D);
-          }
+    for_each_key(a, diagonal, bh, j, [&](int64_t k) {
+      m.row(a.k.row(bh, H, k), D);
+      m.row(a.v.row(bh, H, k), D);
     });
     m.write(D * static_cast<int64_t>(sizeof(S)) + static_cast<int64_t>(sizeof(T)));
   }
@@ -98,15 +104,10 @@ MemoryTraffic row_backward_traffic(const BackwardArgs<T, S>& a, bool diagonal) {
     m.row(a.grad_out.row(bh, H, j), D);
     m.row(a.out.row(bh, H, j), D);
     m.scalar();
-    with_row_source(a, diagonal, bh, j, [&](auto src) {
-      Edge e[kKeyChunk];
-      while (src.next(e))
-        for (const Edge& x : e)
-          if (x.valid) {
-            m.row(a.k.row(bh, H, x.token), D);
-            m.row(a.v.row(bh, H, x.token), D);
-            m.write(2 * static_cast<int64_t>(sizeof(T)));
-          }
+    for_each_key(a, diagonal, bh, j, [&](int64_t k) {
+      m.row(a.k.row(bh, H, k), D);
+      m.row(a.v.row(bh, H, k), D);
+      m.write(2 * static_cast<int64_t>(sizeof(T)));  // P and dS of the edge
     });
     m.write(row_bytes);
   }
