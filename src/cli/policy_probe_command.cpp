@@ -39,6 +39,10 @@ void add_policy_probe_command(CLI::App* policy) {
                    "block-pose probe: frames of the earlier episodes its ridge readout is fitted on, at most "
                    "(0: skip it)")
       ->check(CLI::NonNegativeNumber);
+  add_named_option(cmd, "block_pose_features", o->block_pose.features,
+                   "block-pose probe: what the ridge reads: readout (the U-Net's input feature) | tokens (the "
+                   "encoder's patch tokens, flattened: what any readout could take)")
+      ->check(CLI::IsMember({"readout", "tokens"}));
   add_named_option(cmd, "output", o->output, "write the results as JSON here");
   add_named_option(cmd, "threads", o->threads, "CPU threads for LibTorch (0: every core)")->check(CLI::NonNegativeNumber);
   cmd->callback([o] {

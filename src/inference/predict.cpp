@@ -68,7 +68,12 @@ models::ModelOptions options_from_weights(const weights::NamedTensors& file_weig
     if (depth > 0) c.depth = depth;
   }
   if (!c.global_pool && find(weights, "fc_norm.weight") && !find(weights, "norm.weight")) c.global_pool = true;
+  // The early-convolution stem (timm's HybridEmbed + ConvStem names): its first conv gives the
+  // channels in, its last the width; the flags give the patch size (the stem's stride).
+  const at::Tensor* stem_in = find(weights, "patch_embed.backbone.0.conv.weight");
+  if (stem_in && stem_in->dim() == 4) c.stem = "conv";
   models::ModelOptions o = pipelines::vit_model_options(c, spec);
+  if (stem_in && stem_in->dim() == 4) o.in_chans = stem_in->size(1);
   if (proj && proj->dim() == 4) o.in_chans = proj->size(1);
   return o;
 }

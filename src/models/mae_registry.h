@@ -14,7 +14,7 @@
 namespace sparsevit::models {
 
 struct MaeOptions {
-  // The encoder as a ViT: input size, channels, shape overrides, attention (default: dense).
+  // The encoder as a ViT: input size, channels, shape overrides, stem, attention (default: dense).
   // Classes, pooling and the head do not apply.
   ModelOptions encoder;
   std::optional<int64_t> decoder_embed_dim, decoder_depth, decoder_num_heads;  // default: the model's

@@ -53,7 +53,7 @@ MaskedAutoencoder::MaskedAutoencoder(const MaeConfig& c) : config_(c) {
   if (e.num_prefix_tokens != 1) throw UsageError("MAE has exactly one prefix token (the class token)");
   const int64_t patches = e.num_patches(), patch_dim = e.patch_size * e.patch_size * e.in_chans;
 
-  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(e.img_size, e.patch_size, e.in_chans, e.embed_dim));
+  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(e.img_size, e.patch_size, e.in_chans, e.embed_dim, e.stem));
   cls_token_ = register_parameter("cls_token", at::zeros({1, 1, e.embed_dim}));
   pos_embed_ = register_parameter("pos_embed", at::zeros({1, patches + 1, e.embed_dim}), /*requires_grad=*/false);
   block_list_ = register_module("blocks", torch::nn::ModuleList());
@@ -82,9 +82,12 @@ void MaskedAutoencoder::initialize_weights() {
   const VitConfig& e = config_.encoder;
   pos_embed_.copy_(sincos_2d_pos_embed(e.embed_dim, grid_of(e), true).unsqueeze(0));
   decoder_pos_embed_.copy_(sincos_2d_pos_embed(config_.decoder_embed_dim, grid_of(e), true).unsqueeze(0));
-  // The patch projection like a Linear (xavier_uniform on the weight viewed as [out, -1]).
-  const at::Tensor w = patch_embed_->named_parameters()["proj.weight"];
-  torch::nn::init::xavier_uniform_(w.view({w.size(0), -1}));
+  // The patch projection like a Linear (xavier_uniform on the weight viewed as [out, -1]). The conv
+  // stem keeps PyTorch's default conv init and BatchNorm weight 1 / bias 0, as timm leaves it.
+  if (e.stem == "patch") {
+    const at::Tensor w = patch_embed_->named_parameters()["proj.weight"];
+    torch::nn::init::xavier_uniform_(w.view({w.size(0), -1}));
+  }
   cls_token_.normal_(0.0, 0.02);
   mask_token_.normal_(0.0, 0.02);
   for (const auto& module : modules(/*include_self=*/false)) {

@@ -14,8 +14,11 @@ constexpr const char* kMaeKey = "mae";
 constexpr const char* kPolicyKey = "policy";
 
 nlohmann::json shape_json(const VitShapeDescription& s) {
-  return {{"img_size", s.img_size}, {"patch_size", s.patch_size}, {"embed_dim", s.embed_dim},
-          {"depth", s.depth},       {"num_heads", s.num_heads},   {"global_pool", s.global_pool}};
+  nlohmann::json j = {{"img_size", s.img_size}, {"patch_size", s.patch_size}, {"embed_dim", s.embed_dim},
+                      {"depth", s.depth},       {"num_heads", s.num_heads},   {"global_pool", s.global_pool}};
+  // Only the non-default stem: descriptions of patchify models stay as they always were.
+  if (s.stem != "patch") j["stem"] = s.stem;
+  return j;
 }
 
 // `with_pool`: MAE's description has no global_pool (its encoder pools nothing).
@@ -27,11 +30,12 @@ VitShapeDescription read_shape(const nlohmann::json& j, bool with_pool) {
   s.depth = j.at("depth").get<int64_t>();
   s.num_heads = j.at("num_heads").get<int64_t>();
   if (with_pool) s.global_pool = j.at("global_pool").get<bool>();
+  s.stem = j.value("stem", std::string("patch"));  // absent before the conv stem: patchify
   return s;
 }
 
 VitShapeDescription shape_of(const VitConfig& c) {
-  return {c.img_size, c.patch_size, c.embed_dim, c.depth, c.num_heads, c.global_pool};
+  return {c.img_size, c.patch_size, c.embed_dim, c.depth, c.num_heads, c.global_pool, c.stem};
 }
 
 // Parses `a.yaml` (dense when empty) and applies `a.overrides`.
@@ -236,6 +240,7 @@ void apply_shape(const VitShapeDescription& s, ModelOptions& o) {
   if (s.depth > 0) o.depth = s.depth;
   if (s.num_heads > 0) o.num_heads = s.num_heads;
   o.global_pool = s.global_pool;
+  o.stem = s.stem;
 }
 
 ModelOptions model_options(const ClassifierDescription& d) {

@@ -37,6 +37,7 @@ struct AttentionDescription {
 struct VitShapeDescription {
   int64_t img_size = 0, patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;
   bool global_pool = false;
+  std::string stem = "patch";  // VitConfig::stem; written only when not "patch", absent reads as "patch"
 };
 
 struct ClassifierDescription {

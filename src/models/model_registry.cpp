@@ -1,5 +1,6 @@
 #include "models/model_registry.h"
 
+#include "models/conv_stem.h"
 #include "models/timesformer.h"
 #include "util/errors.h"
 
@@ -15,6 +16,7 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
   c.depth = o.depth.value_or(s.depth);
   c.num_heads = o.num_heads.value_or(s.num_heads);
   c.global_pool = o.global_pool;
+  c.stem = check_stem(o.stem);
   c.num_prefix_tokens = s.num_prefix_tokens;
   c.drop_rate = o.drop_rate;
   c.drop_path_rate = o.drop_path_rate;
@@ -30,6 +32,7 @@ VitConfig vit_config(const ModelShape& s, const ModelOptions& o) {
     throw UsageError("embed_dim " + std::to_string(c.embed_dim) + " must be a positive multiple of num_heads " +
                      std::to_string(c.num_heads));
   if (c.in_chans < 1) throw UsageError("in_chans must be >= 1, got " + std::to_string(c.in_chans));
+  if (c.stem == "conv") conv_stem_channels(c.patch_size, c.embed_dim);  // UsageError unless patch 2^k, dim fits
   if (o.drop_path_rate < 0 || o.drop_path_rate >= 1)
     throw UsageError("drop_path must be in [0, 1), got " + std::to_string(o.drop_path_rate));
   return c;

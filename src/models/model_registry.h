@@ -18,6 +18,7 @@ struct ModelOptions {
   // Shape overrides, so the paper's other shapes (ViT-T/8, other depths) need no C++ edit.
   std::optional<int64_t> patch_size, embed_dim, depth, num_heads;
   bool global_pool = false;  // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
+  std::string stem = "patch";  // the patch embedding, VitConfig::stem: "patch" | "conv" (early convolutions)
   double drop_rate = 0.0;
   double drop_path_rate = 0.0;
   config::AttentionSpec attention;  // default-constructed: dense (video models: the spatial attention)

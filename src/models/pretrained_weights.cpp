@@ -59,6 +59,16 @@ int64_t add_temporal_from_spatial(weights::NamedTensors& weights, const torch::O
 
 }  // namespace
 
+namespace {
+bool is_batch_norm_statistic(const std::string& name) {
+  for (const char* suffix : {"running_mean", "running_var", "num_batches_tracked"}) {
+    const std::string s = std::string(".") + suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
 PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTensors& file_weights, const std::string& source) {
   PretrainedLoad report;
   weights::NamedTensors weights = without_wrapper_prefixes(file_weights);
@@ -66,6 +76,11 @@ PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTe
   if (model.num_frames() > 0) report.temporal_from_spatial = add_temporal_from_spatial(weights, params);
   std::set<std::string> buffers;
   for (const auto& b : model.named_buffers(/*recurse=*/true)) buffers.insert(b.key());
+  // BatchNorm statistics (the conv stem's) are learned state, loaded like parameters; every
+  // other buffer (the sparse patterns) is derived from the attention config.
+  torch::OrderedDict<std::string, at::Tensor> statistics;
+  for (const auto& b : model.named_buffers(/*recurse=*/true))
+    if (is_batch_norm_statistic(b.key())) statistics.insert(b.key(), b.value());
   const models::VitConfig& vc = model.config();
 
   // Check every shape before copying anything, so a refused file leaves the model untouched.
@@ -73,6 +88,13 @@ PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTe
   std::set<std::string> seen;
   for (const auto& [name, tensor] : weights) {
     if (!seen.insert(name).second) throw UsageError(source + ": key '" + name + "' appears twice");
+    if (statistics.contains(name)) {
+      if (tensor.sizes() != statistics[name].sizes())
+        throw UsageError(fmt::format("{}: {} has shape {} in the file, the model expects {}", source, name,
+                                     weights::shape_string(tensor), weights::shape_string(statistics[name])));
+      to_copy.emplace_back(name, tensor);
+      continue;
+    }
     if (buffers.count(name)) continue;  // derived from the attention config
     if (!params.contains(name)) {
       report.unexpected.push_back(name);
@@ -104,7 +126,8 @@ PretrainedLoad load_pretrained(models::Classifier& model, const weights::NamedTe
   {
     torch::NoGradGuard no_grad;
     for (const auto& [name, value] : to_copy) {
-      params[name].copy_(value.to(params[name].scalar_type()));
+      at::Tensor& target = params.contains(name) ? params[name] : statistics[name];
+      target.copy_(value.to(target.scalar_type()));
       report.loaded.push_back(name);
     }
   }
@@ -155,6 +178,8 @@ std::string describe(const PretrainedLoad& r) {
 weights::NamedTensors exported_parameters(const torch::nn::Module& model) {
   weights::NamedTensors out;
   for (const auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value().detach().contiguous());
+  for (const auto& b : model.named_buffers(/*recurse=*/true))
+    if (is_batch_norm_statistic(b.key())) out.emplace_back(b.key(), b.value().detach().contiguous());
   return out;
 }
 

@@ -33,7 +33,8 @@ struct PretrainedLoad {
 // std 2e-5, bias 0); pos_embed is interpolated bicubically when the grid differs; decoder and
 // other unknown keys are reported as unexpected; a missing head is re-initialised likewise.
 // Any other shape mismatch is a UsageError naming the key and both shapes ("<source>: ...").
-// Buffers (sparse patterns) are derived from the attention config and never loaded.
+// Buffers (sparse patterns) are derived from the attention config and never loaded, except
+// BatchNorm statistics (the conv stem's running_mean / running_var / num_batches_tracked).
 // A prefix every key shares is dropped: "module." (DistributedDataParallel) and "model."
 // (TimeSformer's wrapper). Video models (TimeSformer's load_pretrained): time_embed is
 // resized (nearest) to the model's frames, and image weights initialise the temporal attention
@@ -51,8 +52,9 @@ PretrainedLoad load_pretrained_file(models::Classifier& model, const std::string
 // One readable summary line per list (missing / unexpected / removed), as MAE's msg.
 std::string describe(const PretrainedLoad& load);
 
-// The model's parameters by name (timm / MAE names): what `export` writes. Buffers (the sparse
-// patterns' CSR indices) are left out; they are rebuilt from the attention config.
+// The model's parameters by name (timm / MAE names) and its BatchNorm statistics: what `export`
+// writes. Other buffers (the sparse patterns' CSR indices) are left out; they are rebuilt from
+// the attention config.
 weights::NamedTensors exported_parameters(const torch::nn::Module& model);
 
 }  // namespace sparsevit::models

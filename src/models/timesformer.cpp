@@ -93,7 +93,7 @@ TimeSformer::TimeSformer(const TimeSformerConfig& c) : config_(c), layout_(c.lay
     throw UsageError("a temporal attention config needs attention type divided_space_time, not " +
                      video_attention_name(c.attention_type));
 
-  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(v.img_size, v.patch_size, v.in_chans, v.embed_dim));
+  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(v.img_size, v.patch_size, v.in_chans, v.embed_dim, v.stem));
   cls_token_ = register_parameter("cls_token", at::zeros({1, 1, v.embed_dim}));
   pos_embed_ = register_parameter("pos_embed", at::zeros({1, v.num_tokens(), v.embed_dim}));
   if (c.attention_type != VideoAttentionType::kSpaceOnly)

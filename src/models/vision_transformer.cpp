@@ -6,7 +6,9 @@
 #include <torch/nn/init.h>
 
 #include "attention/vit_attention.h"
+#include "models/conv_stem.h"
 #include "patterns/pattern_stats.h"
+#include "util/did_you_mean.h"
 #include "util/errors.h"
 #include "util/linear.h"
 #include "models/weight_init.h"
@@ -22,20 +24,35 @@ at::Tensor drop_path(const at::Tensor& x, double drop_prob, bool training) {
   return x * mask / keep;
 }
 
-PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim)
-    : img_size_(img_size), in_chans_(in_chans) {
+const std::vector<std::string>& stem_names() {
+  static const std::vector<std::string> names = {"patch", "conv"};
+  return names;
+}
+
+const std::string& check_stem(const std::string& stem) {
+  for (const auto& name : stem_names())
+    if (name == stem) return name;
+  throw UsageError(unknown_name_message("stem", stem, stem_names()));
+}
+
+PatchEmbed::PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim, const std::string& stem)
+    : img_size_(img_size), in_chans_(in_chans), stem_(check_stem(stem)) {
   if (patch_size < 1 || img_size % patch_size != 0)
     throw UsageError("image size " + std::to_string(img_size) + " is not a multiple of the patch size " +
                      std::to_string(patch_size));
-  proj_ = register_module(
-      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_chans, embed_dim, patch_size).stride(patch_size)));
+  if (stem_ == "conv") {
+    backbone_ = register_module("backbone", std::make_shared<ConvStem>(in_chans, patch_size, embed_dim));
+  } else {
+    proj_ = register_module(
+        "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_chans, embed_dim, patch_size).stride(patch_size)));
+  }
 }
 
 at::Tensor PatchEmbed::forward(const at::Tensor& x) {
   if (x.dim() != 4 || x.size(1) != in_chans_ || x.size(2) != img_size_ || x.size(3) != img_size_)
     throw UsageError("model expects images [B, " + std::to_string(in_chans_) + ", " + std::to_string(img_size_) + ", " +
                      std::to_string(img_size_) + "], got " + c10::str(x.sizes()));
-  return proj_->forward(x).flatten(2).transpose(1, 2);
+  return (backbone_ ? backbone_->forward(x) : proj_->forward(x)).flatten(2).transpose(1, 2);
 }
 
 Mlp::Mlp(int64_t dim, int64_t hidden, double drop) : drop_(drop) {
@@ -98,7 +115,7 @@ VisionTransformer::VisionTransformer(const VitConfig& c,
     throw UsageError("the ViT supports exactly one prefix token (the class token), got " +
                      std::to_string(c.num_prefix_tokens));
   const AttentionGeometry geometry = c.attention_geometry();
-  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c.img_size, c.patch_size, c.in_chans, c.embed_dim));
+  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c.img_size, c.patch_size, c.in_chans, c.embed_dim, c.stem));
   cls_token_ = register_parameter("cls_token", at::zeros({1, c.num_prefix_tokens, c.embed_dim}));
   pos_embed_ = register_parameter("pos_embed", at::zeros({1, geometry.num_tokens, c.embed_dim}));
 

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "attention/attention.h"
@@ -35,6 +36,10 @@ struct VitConfig {
   // Head input: false = the class token after `norm` (timm's default); true = the mean of the
   // patch tokens through `fc_norm`, with no `norm` (MAE's finetuning default, timm global_pool='avg').
   bool global_pool = false;
+  // The patch embedding (one of stem_names()): "patch", timm's patchify Conv2d (kernel = stride =
+  // patch_size, `patch_embed.proj`); "conv", the early-convolution stem (models/conv_stem.h,
+  // `patch_embed.backbone.*`: patch_size a power of two). The patch grid is the same either way.
+  std::string stem = "patch";
   config::AttentionSpec attention;  // dense when it has no mask
 
   int64_t num_patches() const { return (img_size / patch_size) * (img_size / patch_size); }
@@ -46,14 +51,25 @@ struct VitConfig {
   }
 };
 
+class ConvStem;  // models/conv_stem.h
+
+// The values of VitConfig::stem: "patch", "conv".
+const std::vector<std::string>& stem_names();
+// `stem` when it is one of stem_names(); else UsageError "unknown stem 'x' (did you mean ...; known: patch, conv)".
+const std::string& check_stem(const std::string& stem);
+
+// Images to patch tokens: `proj` (stem "patch") or `backbone` (stem "conv", a ConvStem).
 class PatchEmbed : public torch::nn::Module {
  public:
-  PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim);
+  PatchEmbed(int64_t img_size, int64_t patch_size, int64_t in_chans, int64_t embed_dim, const std::string& stem);
   at::Tensor forward(const at::Tensor& x);  // [B, C, H, W] -> [B, num_patches, embed_dim]
+  const std::string& stem() const { return stem_; }
 
  private:
   int64_t img_size_, in_chans_;
-  torch::nn::Conv2d proj_{nullptr};
+  std::string stem_;
+  torch::nn::Conv2d proj_{nullptr};   // stem "patch"
+  std::shared_ptr<ConvStem> backbone_;  // stem "conv"
 };
 
 class Mlp : public torch::nn::Module {

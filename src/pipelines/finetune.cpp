@@ -88,6 +88,7 @@ void adopt_checkpoint_model(TrainConfig& c, config::AttentionConfig& attention, 
     c.depth = m.shape->depth;
     c.num_heads = m.shape->num_heads;
     c.global_pool = m.shape->global_pool;
+    c.stem = m.shape->stem;
     c.num_frames = m.num_frames;
     c.attention_type = m.attention_type;
   }

@@ -50,7 +50,7 @@ PolicyDescription policy_description(const TrainConfig& c, int64_t observation_i
   const models::ModelOptions& e = p.encoder;  // the flags' shape overrides (0: the registered shape)
   m.encoder_model = p.encoder_model;
   m.encoder = {e.img_size.value_or(0), e.patch_size.value_or(0), e.embed_dim.value_or(0),
-               e.depth.value_or(0),    e.num_heads.value_or(0),  e.global_pool};
+               e.depth.value_or(0),    e.num_heads.value_or(0),  e.global_pool, e.stem};
   m.attention = {attention.yaml, c.attn_set, attention.spec};
   m.obs_horizon = p.obs_horizon;
   m.pred_horizon = p.pred_horizon;
@@ -83,6 +83,7 @@ std::optional<PolicyDescription> checkpoint_policy(const train::LoadedCheckpoint
   c.depth = m.encoder.depth;
   c.num_heads = m.encoder.num_heads;
   c.global_pool = m.encoder.global_pool;
+  c.stem = m.encoder.stem;
   c.drop_path = 0;
   c.obs_horizon = m.obs_horizon;
   c.pred_horizon = m.pred_horizon;

@@ -17,6 +17,7 @@
 #include "analysis/attention_report.h"
 #include "episodes/episode_file.h"
 #include "episodes/zarr_replay_buffer.h"
+#include "models/pretrained_weights.h"
 #include "models/vision_transformer.h"
 #include "pipelines/policy_checkpoint.h"
 #include "pipelines/run_setup.h"
@@ -27,6 +28,7 @@
 #include "train/metrics_log.h"
 #include "util/atomic_file.h"
 #include "util/errors.h"
+#include "weights/weight_file.h"
 
 namespace sparsevit::pipelines {
 namespace {
@@ -126,6 +128,35 @@ double best_recorded_val_loss(const std::string& output_dir, int64_t first_epoch
   return best;
 }
 
+// --finetune: the encoder from a pretraining checkpoint (MAE's, or any ViT weights with timm's
+// names) through finetune's weight filters (the decoder, mask token and heads are not the
+// encoder's and are dropped). Returns what the checkpoints record about it: the file, the
+// tensors loaded, and the pretraining run's config when the file is one of our checkpoints (its
+// data and recipe: the evidence that no label went in).
+nlohmann::json load_encoder_weights(policy::DiffusionPolicy& model, const std::string& path) {
+  if (!model.has_encoder()) throw UsageError("--finetune: a low-dim policy has no encoder to initialise");
+  const models::PretrainedLoad load = models::load_pretrained_file(model.encoder(), path);
+  spdlog::info("--finetune {}: {}", path, models::describe(load));
+  if (!load.missing.empty())
+    throw UsageError("--finetune " + path + " lacks encoder weights (" + load.missing.front() + ", " +
+                     std::to_string(load.missing.size()) + " in all): is it a checkpoint of this encoder?");
+  nlohmann::json j = {{"finetune", path},
+                      {"loaded", static_cast<int64_t>(load.loaded.size())},
+                      {"dropped", static_cast<int64_t>(load.unexpected.size() + load.removed.size())}};
+  if (weights::detect_weight_format(path) == weights::WeightFormat::checkpoint) {
+    const nlohmann::json meta = nlohmann::json::parse(train::LoadedCheckpoint(path).metadata_json(), nullptr, false);
+    if (meta.is_object() && meta.contains("config")) j["pretraining"] = meta["config"];
+    if (meta.is_object() && meta.contains("mae")) j["pretraining_model"] = meta["mae"];
+  }
+  return j;
+}
+
+// What a resumed run's checkpoint recorded about the encoder's initial weights (null: nothing).
+nlohmann::json recorded_encoder_init(const train::LoadedCheckpoint& ckpt) {
+  const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, false);
+  return meta.is_object() && meta.contains("encoder_init") ? meta["encoder_init"] : nlohmann::json();
+}
+
 }  // namespace
 
 episodes::EpisodeSet read_demonstrations(const std::string& path) {
@@ -217,6 +248,14 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   auto model = std::make_shared<policy::DiffusionPolicy>(description.config);
   const policy::PolicyObservation observation = description.config.observation;
   if (!ckpt) model->set_normalizers(fit_normalizers(*demos, observation));  // a resumed run restores them
+  if (c.freeze_encoder && c.finetune.empty() && !ckpt)
+    throw UsageError("--freeze_encoder needs --finetune CHECKPOINT (a frozen random encoder sees nothing)");
+  if (c.freeze_encoder && c.layer_decay < 1)
+    throw UsageError("--layer_decay applies to a trained encoder; it has no effect with --freeze_encoder");
+  // The encoder's initial weights: from --finetune on a fresh run; a resumed run restores its own.
+  nlohmann::json encoder_init = ckpt ? recorded_encoder_init(*ckpt) : nlohmann::json();
+  if (!c.finetune.empty() && !ckpt) encoder_init = load_encoder_weights(*model, c.finetune);
+  if (c.freeze_encoder) model->freeze_encoder();  // before the optimizer: its groups leave the encoder out
 
   policy::EpisodeBatchOptions bo;
   bo.obs_horizon = c.obs_horizon;
@@ -263,12 +302,19 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   opt.model_ema = c.model_ema;
   opt.model_ema_decay = c.model_ema_decay;
   opt.model_ema_warmup = train::EmaWarmup{};
+  if (c.layer_decay < 1) {
+    if (!model->has_encoder()) throw UsageError("--layer_decay: a low-dim policy has no encoder");
+    opt.layer_decay = c.layer_decay;  // MAE's param_groups_lrd over the encoder; readout and U-Net at lr
+    opt.num_layers = model->encoder().config().depth + 1;
+    opt.layer_prefix = "obs_encoder.";
+  }
   train::TrainState state(*model, opt, process, ckpt ? &*ckpt : nullptr);
   PolicyTask task(*model);
   const int64_t start_epoch = ckpt ? state.start_epoch() : c.start_epoch;
   nlohmann::json metadata = models::model_description_json({std::nullopt, std::nullopt, description.model});
   metadata["world_size"] = world;
   metadata["config"] = config_to_json(c, kPolicy);
+  if (!encoder_init.is_null()) metadata["encoder_init"] = encoder_init;
   std::optional<train::MetricsLog> metrics = open_run_outputs(c, kPolicy, process);
   // Validation on the episodes --max_train_samples leaves out, with the weights that are
   // evaluated (the EMA's when the run keeps one).

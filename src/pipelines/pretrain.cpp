@@ -10,6 +10,9 @@
 
 #include "data/data_loader.h"
 #include "data/dataset.h"
+#if SPARSEVIT_WITH_POLICY
+#include "pipelines/demonstration_frames.h"
+#endif
 #include "data/image_codec.h"
 #include "data/transforms.h"
 #include "models/mae_registry.h"
@@ -53,7 +56,7 @@ TrainConfig pretrain_defaults() {
   c.epochs = 10;
   c.warmup_epochs = 1;
   c.drop_path = 0;
-  c.train_crop = "rrc";
+  c.train_crop = "auto";  // images: MAE's RandomResizedCrop; demonstration frames: none (pretrain_images)
   return c;
 }
 
@@ -150,6 +153,48 @@ std::vector<std::string> save_reconstructions(models::MaskedAutoencoder& model, 
 
 }  // namespace
 
+PretrainImages pretrain_images(const TrainConfig& c, int64_t img_size, int64_t in_chans) {
+  PretrainImages p;
+#if SPARSEVIT_WITH_POLICY
+  const bool demonstrations =
+      c.dataset == "demonstrations" || (c.dataset == "auto" && !c.data_path.empty() && is_demonstration_path(c.data_path));
+#else
+  if (c.dataset == "demonstrations") throw UsageError("this build has no policy layers (Box2D): no demonstration frames");
+  const bool demonstrations = false;
+#endif
+  if (!demonstrations) {
+    p.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
+    p.train = data::max_samples(data::make_dataset(p.dataset, c.data_path, true), c.max_train_samples);
+    p.transform = data::transform_config_for(p.dataset, img_size, in_chans);
+    p.transform.train_crop = c.train_crop == "auto" ? "rrc" : c.train_crop;
+    p.transform.scale_min = 0.2;  // MAE: RandomResizedCrop(input_size, scale=(0.2, 1.0)) + flip, nothing else
+    p.transform.color_jitter = 0;
+    data::validate(p.transform);
+    return p;
+  }
+#if SPARSEVIT_WITH_POLICY
+  // A policy's camera frames (MVP / VC-1): the first --max_train_samples episodes (as `policy
+  // train` counts them), the rest held out; the policy's normalisation ([0, 1] -> [-1, 1]); no
+  // flip and no crop by default: the camera is fixed and the policy acts in the frame's coordinates.
+  if (c.data_path.empty()) throw UsageError("--dataset demonstrations needs --data_path (a .episodes file or a .zarr folder)");
+  if (in_chans != 3) throw UsageError("demonstration frames are RGB: the encoder must take 3 channels");
+  const DemonstrationFrameSplits frames = demonstration_frames(c.data_path, c.max_train_samples, img_size);
+  p.dataset = "demonstrations";
+  p.train = frames.train;
+  p.eval = frames.held_out;
+  p.transform = data::transform_config_for(p.dataset, img_size, in_chans);
+  p.transform.mean = {0.5, 0.5, 0.5};
+  p.transform.std = {0.5, 0.5, 0.5};
+  p.transform.train_crop = c.train_crop == "auto" ? "none" : c.train_crop;
+  p.transform.scale_min = 0.2;
+  p.transform.hflip = 0;
+  p.transform.color_jitter = 0;
+  p.transform.crop_pct = 1.0;
+  data::validate(p.transform);
+#endif
+  return p;
+}
+
 std::optional<LoadedMae> load_checkpoint_mae(const train::LoadedCheckpoint& ckpt) {
   const std::optional<models::ModelDescription> described = checkpoint_description(ckpt);
   if (!described || !described->mae) return std::nullopt;
@@ -175,14 +220,11 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
   const models::MaeConfig& mc = model->config();
 
   // Data: images only (MAE pretraining uses no label).
-  c.dataset = data::resolve_dataset_name(c.dataset, c.data_path);
+  const PretrainImages images = pretrain_images(c, mc.encoder.img_size, mc.encoder.in_chans);
+  c.dataset = images.dataset;
   if (c.data_path.empty()) c.data_path = data::default_data_path(c.dataset);
-  auto train_set = data::max_samples(data::make_dataset(c.dataset, c.data_path, true), c.max_train_samples);
-  data::TransformConfig tc = data::transform_config_for(c.dataset, mc.encoder.img_size, mc.encoder.in_chans);
-  tc.train_crop = c.train_crop == "auto" ? "rrc" : c.train_crop;
-  tc.scale_min = 0.2;  // MAE: RandomResizedCrop(input_size, scale=(0.2, 1.0)) + flip, nothing else
-  tc.color_jitter = 0;
-  data::validate(tc);
+  const std::shared_ptr<const data::Dataset> train_set = images.train;
+  const data::TransformConfig& tc = images.transform;
   data::LoaderOptions train_options = loader_options(c, process);
   train_options.shuffle = true;
   train_options.drop_last = true;
@@ -232,7 +274,7 @@ PretrainSummary run_pretrain(const TrainConfig& raw) {
   summary.train_loss = run.last_loss;
   summary.checkpoint = run.checkpoint;
   if (!c.save_recon.empty() && process.main_rank()) {
-    const auto eval_set = data::make_dataset(c.dataset, c.data_path, false);
+    const auto eval_set = images.eval ? images.eval : data::make_dataset(c.dataset, c.data_path, false);
     const auto files = save_reconstructions(*model, *eval_set, tc, c.save_recon, 8, static_cast<uint64_t>(c.seed));
     spdlog::info("wrote {} reconstruction images to {}", files.size(), c.save_recon);
   }

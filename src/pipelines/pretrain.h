@@ -12,6 +12,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/dataset.h"
+#include "data/transforms.h"
 #include "pipelines/train_config.h"
 
 namespace sparsevit::models {
@@ -35,6 +37,19 @@ struct PretrainSummary {
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
+
+// What MAE pretrains on: the training images and their transform; `eval` holds the images the
+// reconstructions are drawn from when they are not the dataset's test split (demonstrations:
+// the held-out episodes' frames). A demonstration file (`--dataset demonstrations`, or `auto`
+// with a .episodes file or a .zarr folder) gives its camera frames at the encoder's size, the
+// first --max_train_samples episodes for training, normalised as the policy does (mean = std =
+// 0.5: [0, 1] -> [-1, 1]) with neither flip nor crop unless --train_crop asks for one.
+struct PretrainImages {
+  std::string dataset;
+  std::shared_ptr<const data::Dataset> train, eval;
+  data::TransformConfig transform;
+};
+PretrainImages pretrain_images(const TrainConfig& config, int64_t img_size, int64_t in_chans);
 
 // Pretrains; `config` fields of the pretrain command (train::kPretrain) apply.
 PretrainSummary run_pretrain(const TrainConfig& config);

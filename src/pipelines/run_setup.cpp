@@ -20,6 +20,7 @@ models::ModelOptions vit_model_options(const TrainConfig& c, const config::Atten
   if (c.depth > 0) o.depth = c.depth;
   if (c.num_heads > 0) o.num_heads = c.num_heads;
   o.global_pool = c.global_pool;
+  o.stem = c.stem;
   o.drop_path_rate = c.drop_path;
   o.attention = spec;
   if (c.num_frames > 0) o.num_frames = c.num_frames;

@@ -28,6 +28,7 @@ struct TrainConfig {
   double drop_path = 0.1;
   int64_t patch_size = 0, embed_dim = 0, depth = 0, num_heads = 0;  // 0: the model's
   bool global_pool = false;         // mean of patch tokens + fc_norm (MAE finetuning) instead of the class token
+  std::string stem = "patch";       // patch: patchify conv | conv: early-convolution stem (models/conv_stem.h)
   std::string finetune;             // initial weights: pretrain checkpoint, safetensors or .pth (timm / MAE names)
   // video models (TimeSformer)
   int64_t num_frames = 0;           // frames per clip (0: the model's)
@@ -63,6 +64,7 @@ struct TrainConfig {
   int64_t eval_train_episodes = 0;  // closed-loop episodes on the demonstrations' seeds 0.. (fitting vs generalising)
   int64_t val_batches = 8;          // validation loss each epoch on the held-out episodes (--max_train_samples)
   std::string save_video;           // folder for rollout videos ("" : none; .mp4 per episode, or PNG frames)
+  bool freeze_encoder = false;      // keep the encoder (from --finetune) fixed: no gradient, BatchNorm in eval mode
   // optimisation (DeiT recipe)
   int64_t epochs = 3;
   int64_t batch_size = 64;
@@ -156,15 +158,16 @@ void for_each_field(Config& c, Visitor&& visit) {
   constexpr FieldGroup run = FieldGroup::run;
   visit(c.dataset, any("dataset", "auto (fashion_mnist, or from --data_path's layout) | fashion_mnist | fashion_mnist_frames (its garments as "
                                   "moving_fashion_mnist's frames show them) | mnist | cifar10 | "
-                                  "cifar100 | image_folder | imagenet (train/ + val/ class folders); video models: "
+                                  "cifar100 | image_folder | imagenet (train/ + val/ class folders) | demonstrations (pretrain: the camera frames of "
+                                  "a .episodes file or Diffusion Policy's .zarr folder, picked by auto too); video models: "
                                   "auto (moving_fashion_mnist, or video_list with --data_path) | moving_fashion_mnist | "
                                   "moving_fashion_mnist_order (which garment moves first) | video_list (TimeSformer's train.csv / test.csv)").only(kImageCommands));
   visit(c.data_path, any("data_path", "dataset folder (default: the dataset's standard location); policy: the "
                                       "demonstrations (a .episodes file or Diffusion Policy's .zarr folder)"));
   visit(c.nb_classes, non_negative("nb_classes", "number of classes (0: from the dataset)").only(kFinetune));
   visit(c.input_size, non_negative("input_size", "image size the model takes (0: the model's)"));
-  visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (policy: "
-                                                               "episodes) (0: all)"));
+  visit(c.max_train_samples, non_negative("max_train_samples", "use only the first N training samples (policy and "
+                                                               "demonstration frames: episodes) (0: all)"));
   visit(c.max_eval_samples, non_negative("max_eval_samples", "use only the first N evaluation samples (0: all)").only(kFinetune));
   visit(c.num_workers, non_negative("num_workers", "data loading threads").only(kImageCommands));
   visit(c.model, any("model", "model name (timm naming, e.g. vit_tiny_patch2_28)"));
@@ -177,9 +180,14 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.num_heads, non_negative("num_heads", "attention heads (0: the model's)"));
   visit(c.global_pool, any("global_pool", "classify the mean of the patch tokens through fc_norm (MAE finetuning) "
                                           "instead of the class token").only(kFinetune | kPolicy));
+  visit(c.stem, one_of("stem", "how images become patch tokens: patch (a conv with kernel = stride = patch size, ViT) | "
+                               "conv (3x3 stride-2 convs with BatchNorm + ReLU, then a 1x1 conv: \"Early convolutions "
+                               "help transformers see better\"; the same patch grid)",
+                       {"patch", "conv"}));
   // A recipe field: a sweep starts every run from the same weights (the video demo's image ViT).
-  visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names")
-                        .only(kFinetune));
+  visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names "
+                                    "(policy: the encoder's; the decoder and heads are dropped)")
+                        .only(kFinetune | kPolicy));
   visit(c.num_frames, non_negative("num_frames", "video models: frames per clip (0: the model's)").only(kFinetune));
   visit(c.sampling_rate, non_negative("sampling_rate", "video models: stride between sampled frames at target_fps "
                                                        "(0: 2 on moving_fashion_mnist, else 8 as TimeSformer)").only(kFinetune));
@@ -242,6 +250,8 @@ void for_each_field(Config& c, Visitor&& visit) {
                            .only(kPolicy));
   visit(c.save_video, any("save_video", "write rollout videos here (.mp4 per episode; a folder ending in /png: PNG "
                                         "frames)", run).only(kPolicy));
+  visit(c.freeze_encoder, any("freeze_encoder", "train the policy with the encoder from --finetune held fixed (no "
+                                                "gradient; BatchNorm statistics frozen)").only(kPolicy));
   visit(c.epochs, non_negative("epochs", "training epochs"));
   visit(c.batch_size, positive("batch_size", "batch size per process (global batch: batch_size * accum_iter * world size)"));
   visit(c.accum_iter, at_least_one("accum_iter", "accumulate gradients over N batches per optimizer step"));
@@ -252,8 +262,9 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.weight_decay, non_negative("weight_decay", "AdamW weight decay"));
   visit(c.opt_eps, positive("opt_eps", "AdamW epsilon"));
   visit(c.clip_grad, non_negative("clip_grad", "clip the gradient norm (0: off)"));
-  visit(c.layer_decay, positive("layer_decay", "layer-wise lr decay: block i gets lr * layer_decay^(depth + 1 - i) (1: off)")
-                           .only(kFinetune));
+  visit(c.layer_decay, positive("layer_decay", "layer-wise lr decay: block i gets lr * layer_decay^(depth + 1 - i) (1: off; "
+                                              "policy: the encoder's blocks, the rest at lr)")
+                           .only(kFinetune | kPolicy));
   visit(c.smoothing, unit_interval("smoothing", "label smoothing", false).only(kFinetune));
   visit(c.mixup, non_negative("mixup", "mixup alpha (0: off)").only(kFinetune));
   visit(c.cutmix, non_negative("cutmix", "cutmix alpha (0: off)").only(kFinetune));

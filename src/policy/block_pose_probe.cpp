@@ -33,7 +33,10 @@ at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int6
   return poses.to(at::kDouble);
 }
 
-at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps) {
+at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps,
+                          const std::string& features) {
+  if (features != "readout" && features != "tokens")
+    throw UsageError("block-pose probe features must be readout or tokens, got '" + features + "'");
   const int64_t to = policy.config().obs_horizon, s = policy.image_size(), bytes = demos.image_bytes();
   const int64_t n = static_cast<int64_t>(steps.size());
   if (n == 0) throw UsageError("frame_features: no frame");
@@ -46,17 +49,18 @@ at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& d
   }
   const at::Tensor images =
       observation_images(frames.data(), padded, demos.image_height, demos.image_width, s).view({padded / to, to, 3, s, s});
-  return policy.observation_features(images).reshape({padded, -1}).narrow(0, 0, n);
+  const at::Tensor f = features == "tokens" ? policy.patch_token_features(images) : policy.observation_features(images);
+  return f.reshape({padded, -1}).narrow(0, 0, n);
 }
 
 at::Tensor frame_features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
-                                     const std::vector<int64_t>& steps) {
+                                     const std::vector<int64_t>& steps, const std::string& features) {
   const std::size_t chunk = static_cast<std::size_t>(64 * policy.config().obs_horizon);
   std::vector<at::Tensor> out;
   for (std::size_t i = 0; i < steps.size(); i += chunk) {
     const std::vector<int64_t> part(steps.begin() + static_cast<std::ptrdiff_t>(i),
                                     steps.begin() + static_cast<std::ptrdiff_t>(std::min(steps.size(), i + chunk)));
-    out.push_back(frame_features(policy, demos, part).to(at::kDouble));
+    out.push_back(frame_features(policy, demos, part, features).to(at::kDouble));
   }
   return at::cat(out);
 }
@@ -107,6 +111,7 @@ nlohmann::json BlockPoseProbeResult::to_json() const {
   return {{"fit_frames", fit_frames},
           {"test_frames", test_frames},
           {"feature_dim", feature_dim},
+          {"features", features},
           {"position_rmse", position_rmse},
           {"angle_median_deg", angle_median_deg},
           {"baseline_position_rmse", baseline_position_rmse},
@@ -114,8 +119,9 @@ nlohmann::json BlockPoseProbeResult::to_json() const {
 }
 
 std::string BlockPoseProbeResult::to_table() const {
-  std::string s = fmt::format("block pose from the encoder features (ridge readout, {} frames fitted, {} probed):\n",
-                              fit_frames, test_frames);
+  std::string s = fmt::format("block pose from the encoder's {} (ridge readout of {} dims, {} frames fitted, {} probed):\n",
+                              features == "tokens" ? "patch tokens" : "readout features", feature_dim, fit_frames,
+                              test_frames);
   s += fmt::format("  position RMSE {:.1f} (of the 512-unit workspace)   median angle error {:.1f} deg\n", position_rmse,
                    angle_median_deg);
   s += fmt::format("  blind (the mean pose): {:.1f}                          {:.1f} deg", baseline_position_rmse,
@@ -137,9 +143,12 @@ BlockPoseProbeResult probe_block_pose(DiffusionPolicy& policy, const episodes::E
                      std::to_string(test_steps.size()) + " to probe)");
   EvalModeScope eval_mode(policy);
   at::NoGradGuard no_grad;
-  const at::Tensor fit_x = frame_features_in_batches(policy, demos, fit_steps), fit_y = block_poses(demos, fit_steps);
-  const at::Tensor test_x = frame_features_in_batches(policy, demos, test_steps), test_y = block_poses(demos, test_steps);
+  const at::Tensor fit_x = frame_features_in_batches(policy, demos, fit_steps, options.features);
+  const at::Tensor fit_y = block_poses(demos, fit_steps);
+  const at::Tensor test_x = frame_features_in_batches(policy, demos, test_steps, options.features);
+  const at::Tensor test_y = block_poses(demos, test_steps);
   BlockPoseProbeResult r;
+  r.features = options.features;
   r.fit_frames = fit_x.size(0);
   r.test_frames = test_x.size(0);
   r.feature_dim = fit_x.size(1);

@@ -26,10 +26,15 @@ struct BlockPoseProbeOptions {
   int64_t max_fit_frames = 6000;   // frames of the earlier episodes at most, evenly spaced
   int64_t max_test_frames = 2000;  // frames of the probed episodes at most, evenly spaced
   double ridge = 1e-3;             // lambda, relative to the mean diagonal of the standardised X^T X / n
+  // What is regressed: "readout" (the feature the U-Net is given) or "tokens" (the encoder's
+  // patch tokens, flattened: what any readout could take; for an encoder whose readout was never
+  // trained, e.g. straight after MAE).
+  std::string features = "readout";
 };
 
 struct BlockPoseProbeResult {
   int64_t fit_frames = 0, test_frames = 0, feature_dim = 0;
+  std::string features = "readout";
   double position_rmse = 0;          // world units (the 512-unit PushT workspace), readout
   double angle_median_deg = 0;       // median |angle error|, readout
   double baseline_position_rmse = 0; // the fitted frames' mean pose
@@ -60,11 +65,12 @@ at::Tensor block_poses(const episodes::EpisodeSet& demos, const std::vector<int6
 // The frames at `steps` through the policy's readout -> [steps, feature_dim] (the policy's
 // dtype, with gradients when enabled). Frames go through in groups of obs_horizon (the readout's
 // input shape); the last group is padded with its last frame and the padding dropped.
-at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps);
+at::Tensor frame_features(DiffusionPolicy& policy, const episodes::EpisodeSet& demos, const std::vector<int64_t>& steps,
+                          const std::string& features = "readout");
 
 // frame_features over many steps, 64 windows of frames at a time -> [steps, feature_dim] double.
 at::Tensor frame_features_in_batches(DiffusionPolicy& policy, const episodes::EpisodeSet& demos,
-                                     const std::vector<int64_t>& steps);
+                                     const std::vector<int64_t>& steps, const std::string& features = "readout");
 
 // Runs the probe with `policy` in eval mode (restored after), without gradients. UsageError for
 // a low-dim policy, or when the split leaves no frame on either side.

@@ -146,6 +146,18 @@ int64_t DiffusionPolicy::image_size() const { return encoder_ ? encoder_->config
 
 double DiffusionPolicy::encoder_attention_gflops() const { return encoder_ ? encoder_->attention_gflops_now() : 0.0; }
 
+void DiffusionPolicy::freeze_encoder() {
+  if (!encoder_) throw UsageError("--freeze_encoder: a low-dim policy has no encoder");
+  for (auto& p : encoder_->parameters()) p.set_requires_grad(false);
+  encoder_frozen_ = true;
+  encoder_->eval();
+}
+
+void DiffusionPolicy::train(bool on) {
+  torch::nn::Module::train(on);
+  if (encoder_frozen_) encoder_->eval();
+}
+
 int64_t DiffusionPolicy::feature_dim() const {
   if (!encoder_) return 0;
   return readout_ ? readout_->feature_dim() : encoder_config(config_).embed_dim;
@@ -183,6 +195,13 @@ at::Tensor DiffusionPolicy::encode(const at::Tensor& x) {
 at::Tensor DiffusionPolicy::observation_features(const at::Tensor& images) {
   if (!encoder_) throw UsageError("a low-dim policy has no image features");
   return encode(encoder_input(images, nullptr)).reshape({images.size(0), config_.obs_horizon, -1});
+}
+
+at::Tensor DiffusionPolicy::patch_token_features(const at::Tensor& images) {
+  if (!encoder_) throw UsageError("a low-dim policy has no image features");
+  const at::Tensor tokens = encoder_->forward_features(encoder_input(images, nullptr));
+  const int64_t prefix = encoder_->config().num_prefix_tokens;
+  return tokens.narrow(1, prefix, tokens.size(1) - prefix).reshape({images.size(0), config_.obs_horizon, -1});
 }
 
 at::Tensor DiffusionPolicy::global_condition(const at::Tensor& images, const at::Tensor& agent_pos,

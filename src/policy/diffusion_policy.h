@@ -95,6 +95,9 @@ class DiffusionPolicy : public torch::nn::Module {
                              const at::Tensor& noise, const at::Tensor& timesteps);
   // What the readout gives the U-Net per frame: images [B, To, 3, S, S] -> [B, To, feature_dim()].
   at::Tensor observation_features(const at::Tensor& images);
+  // The encoder's patch tokens after its final norm, before the readout: [B, To, 3, S, S] ->
+  // [B, To, patches * width] (the block-pose probe of an encoder whose readout is untrained).
+  at::Tensor patch_token_features(const at::Tensor& images);
   int64_t feature_dim() const;
 
   // The encoder's input side S (0 without an encoder) and its attention GFLOPs per image.
@@ -104,6 +107,11 @@ class DiffusionPolicy : public torch::nn::Module {
   double encoder_attention_gflops() const;
   const DiffusionPolicyConfig& config() const { return config_; }
   models::VisionTransformer& encoder() { return *encoder_; }
+  // --freeze_encoder: the encoder's parameters stop requiring gradients and the encoder stays in
+  // eval mode (BatchNorm statistics fixed) whatever train() sets. UsageError without an encoder.
+  void freeze_encoder();
+  bool encoder_frozen() const { return encoder_frozen_; }
+  void train(bool on = true) override;
 
  private:
   // [B, To, ...] observations -> global_cond [B, To * (D + lowdim)] (and the encoder's view of
@@ -131,6 +139,7 @@ class DiffusionPolicy : public torch::nn::Module {
   DDIMScheduler ddim_;
   // Normaliser buffers (scale, offset) so that a checkpoint restores them with the weights.
   at::Tensor action_scale_, action_offset_, agent_pos_scale_, agent_pos_offset_;
+  bool encoder_frozen_ = false;
 };
 
 // Each frame of x [N, C, S, S] moved by a random integer (dy, dx) in [-shift, shift]^2, the

@@ -62,6 +62,7 @@ TrainState::TrainState(torch::nn::Module& model, const OptimizationOptions& opti
   adamw.no_weight_decay_names = options_.no_weight_decay_names;
   adamw.layer_decay = options_.layer_decay;
   adamw.num_layers = options_.num_layers;
+  adamw.layer_prefix = options_.layer_prefix;
   optimizer_ = make_adamw(model, adamw);
   for (const ParameterGroup& g : parameter_groups(model, adamw)) lr_scales_.push_back(g.lr_scale);
   if (checkpoint != nullptr) {
@@ -85,7 +86,7 @@ TrainState::TrainState(torch::nn::Module& model, const OptimizationOptions& opti
   }
   // The average starts from the weights training continues from (timm: after loading).
   if (options_.model_ema) {
-    ema_.emplace(model);
+    ema_.emplace(model, /*copy_buffers=*/options_.model_ema_warmup.has_value());  // DP's EMAModel copies buffers
     if (checkpoint != nullptr && checkpoint->has_ema()) checkpoint->load_ema(*ema_);
   }
   for (const auto& p : model.parameters())

@@ -52,6 +52,7 @@ struct OptimizationOptions {
   std::vector<std::string> no_weight_decay_names = {"pos_embed", "cls_token", "dist_token"};
   double layer_decay = 1.0;      // MAE's layer-wise lr decay (1: off); needs num_layers
   int64_t num_layers = 0;        // the model's blocks + 1
+  std::string layer_prefix;      // where the ViT sits in the model ("" : it is the model; see OptimizerConfig)
   int64_t accum_iter = 1;        // optimizer step every accum_iter batches
   bool model_ema = false;
   double model_ema_decay = 0.9999;

@@ -27,7 +27,11 @@ weights::NamedTensors matching_state(const weights::NamedTensors& ema, const tor
 
 }  // namespace
 
-ModelEma::ModelEma(const torch::nn::Module& model) : ema_(weights::clone_named(weights::named_state(model))) {}
+ModelEma::ModelEma(const torch::nn::Module& model, bool copy_buffers)
+    : ema_(weights::clone_named(weights::named_state(model))), copy_buffers_(copy_buffers) {
+  const auto buffers = model.named_buffers(/*recurse=*/true);
+  for (const auto& [name, tensor] : ema_) buffer_.push_back(buffers.contains(name));
+}
 
 void ModelEma::update(const torch::nn::Module& model, double decay) {
   if (!(decay >= 0.0 && decay <= 1.0)) throw UsageError("model_ema_decay must lie in [0, 1], got " + std::to_string(decay));
@@ -35,8 +39,10 @@ void ModelEma::update(const torch::nn::Module& model, double decay) {
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < ema_.size(); ++i) {
     at::Tensor& e = ema_[i].second;
-    const at::Tensor m = state[i].second.detach();
-    if (at::isFloatingType(e.scalar_type()) || at::isComplexType(e.scalar_type())) {
+    const at::Tensor& original = state[i].second;
+    const at::Tensor m = original.detach();
+    const bool copied = buffer_[i] ? copy_buffers_ : !original.requires_grad();
+    if (!copied && (at::isFloatingType(e.scalar_type()) || at::isComplexType(e.scalar_type()))) {
       e.mul_(decay).add_(m.to(e.device(), e.scalar_type()), 1.0 - decay);
     } else {
       e.copy_(m);

@@ -25,11 +25,15 @@ double ema_warmup_decay(int64_t optimization_step, const EmaWarmup& warmup);
 class ModelEma {
  public:
   // Deep-copies the current parameters and buffers of `model` (same device and dtype).
-  explicit ModelEma(const torch::nn::Module& model);
+  // `copy_buffers`: buffers are copied instead of averaged (Diffusion Policy's EMAModel; timm's
+  // ModelEmaV2 averages them).
+  explicit ModelEma(const torch::nn::Module& model, bool copy_buffers = false);
 
   // ema = decay * ema + (1 - decay) * model for floating-point tensors (integer buffers are
-  // copied), without autograd. Throws UsageError for decay outside [0, 1], RuntimeError when the
-  // model's tensors no longer match (names or shapes).
+  // copied), without autograd. Parameters that do not require gradients (a frozen encoder) are
+  // copied, as Diffusion Policy's EMAModel does: averaging a constant would drift it by rounding.
+  // Throws UsageError for decay outside [0, 1], RuntimeError when the model's tensors no longer
+  // match (names or shapes).
   void update(const torch::nn::Module& model, double decay);
 
   // Overwrites the model's parameters and buffers with the EMA values.
@@ -49,6 +53,8 @@ class ModelEma {
 
  private:
   weights::NamedTensors ema_;
+  std::vector<bool> buffer_;  // per tensor of ema_: a buffer (not a parameter)
+  bool copy_buffers_ = false;
   int64_t num_updates_ = 0;
 };
 

@@ -57,6 +57,12 @@ int64_t vit_layer_id(const std::string& name, int64_t num_layers) {
   return num_layers;
 }
 
+int64_t layer_id(const std::string& name, const std::string& prefix, int64_t num_layers) {
+  if (prefix.empty()) return vit_layer_id(name, num_layers);
+  if (name.rfind(prefix, 0) != 0) return num_layers;
+  return vit_layer_id(name.substr(prefix.size()), num_layers);
+}
+
 std::vector<ParameterGroup> parameter_groups(const torch::nn::Module& model, const OptimizerConfig& c) {
   const WeightDecaySplit split = split_weight_decay(model, c.no_weight_decay_names);
   std::vector<ParameterGroup> groups;
@@ -71,7 +77,7 @@ std::vector<ParameterGroup> parameter_groups(const torch::nn::Module& model, con
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad()) continue;
     const bool decayed = no_decay.count(item.key()) == 0;
-    const int64_t layer = vit_layer_id(item.key(), c.num_layers);
+    const int64_t layer = layer_id(item.key(), c.layer_prefix, c.num_layers);
     auto [it, inserted] = index.emplace(std::make_pair(layer, decayed), groups.size());
     if (inserted)
       groups.push_back({{}, decayed ? c.weight_decay : 0.0,

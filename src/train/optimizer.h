@@ -25,11 +25,17 @@ struct OptimizerConfig {
   // lr * layer_decay^(num_layers - l). 1: off. num_layers = blocks + 1 (see vit_layer_id).
   double layer_decay = 1.0;
   int64_t num_layers = 0;
+  // When set, only parameters under this module prefix are the ViT's layers (the policy's
+  // "obs_encoder."): their ids come from their names without it; every other parameter gets
+  // num_layers (the full lr).
+  std::string layer_prefix;
 };
 
 // MAE's get_layer_id_for_vit: cls_token, pos_embed, patch_embed -> 0; blocks.<i>.* -> i + 1;
 // everything else (norm, fc_norm, head) -> num_layers.
 int64_t vit_layer_id(const std::string& name, int64_t num_layers);
+// vit_layer_id of a parameter of a model whose ViT sits under `prefix` ("" : the model is the ViT).
+int64_t layer_id(const std::string& name, const std::string& prefix, int64_t num_layers);
 
 // One optimizer parameter group: its parameters by name, weight decay and learning-rate scale.
 struct ParameterGroup {

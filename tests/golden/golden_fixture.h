@@ -97,19 +97,41 @@ inline void cast_parameters(torch::nn::Module& model, at::ScalarType dtype) {
   for (auto& p : model.parameters()) p.set_data(p.to(dtype));
 }
 
-// Copies each fixture tensor into the model's parameter of the same name, keeping the
-// parameter's dtype. The two name sets must be equal: a parameter the fixture lacks (or a
-// fixture tensor the model lacks) means the model's structure differs from the reference.
+// Casts every floating-point buffer (BatchNorm's running statistics) to `dtype` in place; the
+// integer ones (the attention's patterns, BatchNorm's num_batches_tracked) stay as they are.
+inline void cast_floating_buffers(torch::nn::Module& model, at::ScalarType dtype) {
+  at::NoGradGuard no_grad;
+  for (auto& b : model.buffers())
+    if (b.is_floating_point()) b.set_data(b.to(dtype));
+}
+
+// BatchNorm's state: learned like the parameters, so a fixture of a model with BatchNorm holds it.
+inline bool is_batch_norm_statistic(const std::string& name) {
+  for (const std::string suffix : {".running_mean", ".running_var", ".num_batches_tracked"})
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+  return false;
+}
+
+// Copies each fixture tensor into the model's parameter of the same name, or where the model has
+// no such parameter into its buffer of that name (BatchNorm statistics), keeping the target's
+// dtype. The parameter names and the fixture's must match exactly: a parameter the fixture lacks
+// (or a fixture tensor the model lacks) means the model's structure differs from the reference.
+// Of the buffers, the BatchNorm statistics must all be in the fixture; the others (the attention's
+// patterns, built from the config) are never loaded.
 // `computed`: parameters the model computes itself (MAE's fixed sin-cos tables).
 inline void load_parameters_by_name(torch::nn::Module& model, const std::vector<GoldenTensor>& tensors,
                                     const std::set<std::string>& computed = {}) {
   at::NoGradGuard no_grad;
   auto params = model.named_parameters(/*recurse=*/true);
+  auto buffers = model.named_buffers(/*recurse=*/true);
   std::set<std::string> unused;
   for (const auto& item : params)
     if (!computed.count(item.key())) unused.insert(item.key());
+  for (const auto& item : buffers)
+    if (is_batch_norm_statistic(item.key())) unused.insert(item.key());
   for (const auto& t : tensors) {
     at::Tensor* p = params.find(t.name);
+    if (p == nullptr && is_batch_norm_statistic(t.name)) p = buffers.find(t.name);
     if (p == nullptr) throw std::runtime_error(std::string("golden: the model has no parameter '") + t.name + "'");
     if (p->sizes() != at::IntArrayRef(t.shape))
       throw std::runtime_error(std::string("golden: parameter '") + t.name + "' has shape " + c10::str(p->sizes()) +

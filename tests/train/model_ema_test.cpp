@@ -66,6 +66,32 @@ TEST(ModelEma, UpdateIsTheExponentialAverage) {
   EXPECT_THROW(ema.update(net, 1.5), UsageError);
 }
 
+// Diffusion Policy's EMAModel: parameters without gradient (a frozen encoder) are copied, not
+// averaged, so they stay bit-exact; with copy_buffers the buffers are copied too.
+TEST(ModelEma, FrozenParametersAndDpBuffersAreCopied) {
+  for (bool copy_buffers : {false, true}) {
+    Net net;
+    fill(net, 1.0f);
+    net.fc->weight.set_requires_grad(false);
+    ModelEma ema(net, copy_buffers);
+    fill(net, 3.0f);
+    ema.update(net, 0.9);
+    for (const auto& [name, t] : ema.tensors()) {
+      const bool copied = name == "fc.weight" || name == "steps" || (copy_buffers && name == "scale");
+      EXPECT_TRUE(torch::allclose(t.to(torch::kFloat), torch::full_like(t, copied ? 3.0f : 1.2f).to(torch::kFloat)))
+          << name << " copy_buffers " << copy_buffers;
+    }
+  }
+  // A constant averaged with decay 0.9 drifts in its last bits; copied it does not.
+  Net net;
+  torch::NoGradGuard g;
+  net.fc->weight.copy_(torch::rand_like(net.fc->weight));
+  net.fc->weight.set_requires_grad(false);
+  ModelEma ema(net);
+  for (int i = 0; i < 50; ++i) ema.update(net, 0.9);
+  EXPECT_TRUE(ema.tensors()[0].second.equal(net.fc->weight));
+}
+
 TEST(ModelEma, UpdateDoesNotTouchAutograd) {
   Net net;
   ModelEma ema(net);
