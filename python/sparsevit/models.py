@@ -141,6 +141,10 @@ def load(path, attn_cfg=None, overrides=None):
     if description["num_frames"] or "time_embed" in state:
         raise ValueError(f"sparsevit.models.load: {path} is a video model (TimeSformer); only image ViTs load "
                          "in Python")
+    if "patch_embed.backbone.0.conv.weight" in state:
+        raise ValueError(f"sparsevit.models.load: {path} has the early-convolution stem (--stem conv); the Python "
+                         "VisionTransformer has the patchify stem only (use the CLI, or timm's HybridEmbed + ConvStem: "
+                         "docs/models.md)")
     depth = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
     embed_dim, in_chans, patch, _ = state["patch_embed.proj.weight"].shape
     model = VisionTransformer(

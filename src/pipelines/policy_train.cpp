@@ -136,10 +136,10 @@ double best_recorded_val_loss(const std::string& output_dir, int64_t first_epoch
 nlohmann::json load_encoder_weights(policy::DiffusionPolicy& model, const std::string& path) {
   if (!model.has_encoder()) throw UsageError("--finetune: a low-dim policy has no encoder to initialise");
   const models::PretrainedLoad load = models::load_pretrained_file(model.encoder(), path);
-  spdlog::info("--finetune {}: {}", path, models::describe(load));
   if (!load.missing.empty())
     throw UsageError("--finetune " + path + " lacks encoder weights (" + load.missing.front() + ", " +
                      std::to_string(load.missing.size()) + " in all): is it a checkpoint of this encoder?");
+  spdlog::info("--finetune {}: {}", path, models::describe(load));
   nlohmann::json j = {{"finetune", path},
                       {"loaded", static_cast<int64_t>(load.loaded.size())},
                       {"dropped", static_cast<int64_t>(load.unexpected.size() + load.removed.size())}};

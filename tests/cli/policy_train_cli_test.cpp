@@ -103,7 +103,7 @@ TEST(CliPolicyTrain, TrainsResumesAndEvaluatesInClosedLoop) {
   EXPECT_GT(probe.at("block_pose").at("fit_frames").get<int64_t>(), 1);
   EXPECT_GT(probe.at("block_pose").at("test_frames").get<int64_t>(), 0);
   EXPECT_GT(probe.at("block_pose").at("baseline_position_rmse").get<double>(), 0.0);
-  EXPECT_NE(p.out.find("block pose from the encoder features"), std::string::npos) << p.describe();
+  EXPECT_NE(p.out.find("block pose from the encoder's readout features"), std::string::npos) << p.describe();
   const Result skipped = run("policy probe --resume " + quote(run_dir + "/checkpoint.pt") + " --data_path " +
                              quote(demos) + " --first_episode 1 --batches 1 --batch_size 8 --threads 1"
                              " --block_pose_frames 0 --output " + quote(probe_json));
@@ -215,6 +215,55 @@ TEST(CliPolicyTrain, LowdimPolicyValidatesEvaluatesItsBestEpochOnBothSeedSets) {
   EXPECT_DOUBLE_EQ(nj.at("block_noise").at("angle_deg").get<double>(), 3.0);
   expect_usage_error(run("policy eval --resume " + quote(run_dir + "/checkpoint-best.pt") + " --block_noise -1"),
                      "block-noise");
+}
+
+// Issue #48's label-free path end to end: MAE on the demonstrations' frames (`pretrain` picks
+// the file up by itself), the policy from that checkpoint with a frozen encoder and the conv stem,
+// the block-pose probe on the encoder's tokens, and the one-line refusals.
+TEST(CliPolicyTrain, PretrainsOnItsFramesAndStartsTheEncoderFromThem) {
+  if (!has_policy_train()) GTEST_SKIP() << "sparsevit built without the policy";
+  TempDir dir;
+  const std::string demos = (dir.path() / "demos.episodes").string(), mae = (dir.path() / "mae").string();
+  ASSERT_EQ(run("policy collect --episodes 3 --image_size 16 --output " + quote(demos)).exit_code, 0);
+  const char* encoder = " --model vit_nano_patch8_48 --input_size 16 --depth 1 --embed_dim 16 --num_heads 2 --stem conv"
+                        " --attn-cfg configs/attention/vit_dense.yaml --threads 1";
+  const Result pre = run("pretrain --data_path " + quote(demos) + encoder +
+                         " --decoder_embed_dim 16 --decoder_depth 1 --decoder_num_heads 2 --max_train_samples 2"
+                         " --epochs 1 --batch_size 16 --num_workers 0 --output_dir " + quote(mae));
+  ASSERT_EQ(pre.exit_code, 0) << pre.describe();
+  EXPECT_NE(pre.err.find("data demonstrations: 202 training images"), std::string::npos) << pre.describe();
+  const auto pre_config = nlohmann::json::parse(slurp(mae + "/config.json"));
+  EXPECT_EQ(pre_config.at("dataset"), "demonstrations");
+  EXPECT_EQ(pre_config.at("stem"), "conv");
+
+  const std::string run_dir = (dir.path() / "run").string();
+  const std::string policy = " --model vit_nano_patch8_48 --input_size 16 --depth 1 --embed_dim 16 --num_heads 2"
+                             " --stem conv --attn-cfg configs/attention/vit_dense.yaml --down_dims 16,32 --step_embed_dim 8"
+                             " --pred_horizon 8 --action_horizon 4 --inference_steps 4 --batch_size 16 --threads 1";
+  const Result train = run("policy train --data_path " + quote(demos) + policy + " --finetune " +
+                           quote(mae + "/checkpoint.pt") + " --freeze_encoder --epochs 1 --eval_episodes 0 "
+                           "--probe_batches 0 --output_dir " + quote(run_dir));
+  ASSERT_EQ(train.exit_code, 0) << train.describe();
+  EXPECT_NE(train.err.find("--finetune " + mae + "/checkpoint.pt: loaded"), std::string::npos) << train.describe();
+  const Result probe = run("policy probe --resume " + quote(run_dir + "/checkpoint.pt") + " --data_path " + quote(demos) +
+                           " --first_episode 2 --block_pose_features tokens --block_pose_frames 100 --threads 1 --output " +
+                           quote(run_dir + "/probe.json"));
+  ASSERT_EQ(probe.exit_code, 0) << probe.describe();
+  const auto p = nlohmann::json::parse(slurp(run_dir + "/probe.json"));
+  EXPECT_EQ(p.at("block_pose").at("features"), "tokens");
+  EXPECT_EQ(p.at("block_pose").at("feature_dim"), 4 * 16);  // 2x2 patches of width 16
+
+  expect_usage_error(run("policy train --data_path " + quote(demos) + policy + " --freeze_encoder --epochs 1"),
+                     "--finetune");
+  expect_usage_error(run("policy train --data_path " + quote(demos) + policy + " --finetune " +
+                         quote(mae + "/checkpoint.pt") + " --freeze_encoder --layer_decay 0.5 --epochs 1"),
+                     "layer_decay");
+  // Another encoder's checkpoint (the patchify stem) does not load into this one.
+  const std::string patch_policy = std::string(policy).replace(std::string(policy).find(" --stem conv"), 12, "");
+  expect_usage_error(run("policy train --data_path " + quote(demos) + patch_policy + " --finetune " +
+                         quote(mae + "/checkpoint.pt") + " --epochs 1 --output_dir " + quote(run_dir + "2")),
+                     "lacks encoder weights");
+  expect_usage_error(run("policy train --data_path " + quote(demos) + policy + " --stem convolution"), "stem");
 }
 
 TEST(CliPolicyTrain, BadInputsAreOneLineErrors) {

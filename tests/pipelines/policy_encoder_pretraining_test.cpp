@@ -18,6 +18,7 @@
 #include <random>
 
 #include "episodes/episode_file.h"
+#include "episodes/zarr_test_writer.h"
 #include "models/masked_autoencoder.h"
 #include "pipelines/demonstration_frames.h"
 #include "pipelines/policy_checkpoint.h"
@@ -74,14 +75,21 @@ class PolicyEncoderPretraining : public ::testing::Test {
     return hwc.permute({2, 0, 1}).contiguous();
   }
 
-  // A tiny MAE on the demonstrations (one epoch) -> its checkpoint.
-  std::string pretrain(const std::string& demos, const std::string& stem = "patch") {
-    TrainConfig c = pretrain_defaults();
+  // The encoder both the MAE and the policies use: vit_nano_patch8_48 at 16 px, 2 blocks of width 16.
+  static TrainConfig tiny_encoder(TrainConfig c) {
     c.model = "vit_nano_patch8_48";
     c.input_size = 16;
     c.depth = 2;
     c.embed_dim = 16;
     c.num_heads = 2;
+    c.threads = 1;
+    c.attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/vit_dense.yaml";
+    return c;
+  }
+
+  // A tiny MAE on the demonstrations (one epoch) -> its checkpoint.
+  std::string pretrain(const std::string& demos, const std::string& stem = "patch") {
+    TrainConfig c = tiny_encoder(pretrain_defaults());
     c.decoder_embed_dim = 16;
     c.decoder_depth = 1;
     c.decoder_num_heads = 2;
@@ -90,9 +98,7 @@ class PolicyEncoderPretraining : public ::testing::Test {
     c.max_train_samples = 2;
     c.batch_size = 8;
     c.epochs = 1;
-    c.threads = 1;
     c.num_workers = 0;
-    c.attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/vit_dense.yaml";
     c.output_dir = (root_ / ("mae_" + stem)).string();
     const PretrainSummary s = run_pretrain(c);
     EXPECT_EQ(s.epochs_run, 1);
@@ -100,12 +106,7 @@ class PolicyEncoderPretraining : public ::testing::Test {
   }
 
   TrainConfig policy_config(const std::string& demos, const std::string& out) const {
-    TrainConfig c = policy_defaults();
-    c.model = "vit_nano_patch8_48";
-    c.input_size = 16;
-    c.depth = 2;
-    c.embed_dim = 16;
-    c.num_heads = 2;
+    TrainConfig c = tiny_encoder(policy_defaults());
     c.down_dims = "16,32";
     c.step_embed_dim = 8;
     c.pred_horizon = 8;
@@ -114,12 +115,10 @@ class PolicyEncoderPretraining : public ::testing::Test {
     c.batch_size = 8;
     c.epochs = 1;
     c.lr = 1e-3;
-    c.threads = 1;
     c.eval_episodes = 0;
     c.probe_batches = 0;
     c.val_batches = 0;
     c.data_path = demos;
-    c.attn_cfg = std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/vit_dense.yaml";
     c.output_dir = (root_ / out).string();
     return c;
   }
@@ -169,6 +168,26 @@ TEST_F(PolicyEncoderPretraining, FramesAreTheFilesFramesAtTheEncodersSize) {
 
   EXPECT_THROW(half.train->get(12), RuntimeError);
   EXPECT_ANY_THROW(demonstration_frames((root_ / "notes.txt").string(), 0, 8));
+}
+
+// Diffusion Policy's zarr store (float images 0-255, as pusht_cchi_v7_replay.zarr holds them):
+// the same frames as from our file.
+TEST_F(PolicyEncoderPretraining, ZarrStoresGiveTheSameFrames) {
+  write_demos({4, 5, 3});
+  namespace zt = episodes::testing;
+  const std::string root = (root_ / "pusht_replay.zarr").string();
+  for (const char* group : {"", "/data", "/meta"}) zt::write_text(root + group + "/.zgroup", "{\"zarr_format\": 2}");
+  const int64_t steps = set_.steps();
+  zt::write_zarr_array(root + "/data/state", {steps, 5}, {4, 5}, "<f4", set_.state);
+  zt::write_zarr_array(root + "/data/action", {steps, 2}, {4, 2}, "<f4", set_.action);
+  zt::write_zarr_array(root + "/meta/episode_ends", {set_.episodes()}, {2}, "<i8", set_.episode_ends);
+  const std::vector<float> img(set_.images.begin(), set_.images.end());
+  zt::write_zarr_array(root + "/data/img", {steps, 16, 16, 3}, {3, 16, 16, 3}, "<f4", img);
+  EXPECT_TRUE(is_demonstration_path(root));
+  const DemonstrationFrameSplits frames = demonstration_frames(root, 2, 16);
+  ASSERT_EQ(frames.train->size(), 9);
+  for (int64_t i = 0; i < 9; ++i) EXPECT_TRUE(at::equal(frames.train->get(i).image, frame(i))) << i;
+  EXPECT_TRUE(at::equal(frames.held_out->get(2).image, frame(11)));
 }
 
 // What MAE trains on is what the policy's encoder is given: frame * 2 - 1, no flip, no crop.
