@@ -68,6 +68,16 @@ def test_mae_rows_pretrain_once_and_start_each_seed_from_it(tmp_path):
     assert len(trains) == 2 and all("--freeze_encoder" in c and "--layer_decay" not in c for c in trains)
 
 
+def test_fibottention_from_the_dense_mae_shares_its_pretraining(tmp_path):
+    calls = run_experiment(tmp_path, "dense_mae fibottention_dense_mae", "0")
+    pretrains = [c for c in calls if c.startswith("pretrain ")]
+    assert len(pretrains) == 1 and "vit_dense.yaml" in pretrains[0], calls
+    out = tmp_path / "out"
+    fibo = next(c for c in calls if "fibottention_dense_mae_seed0" in c)
+    assert "vit_fibottention_modified.yaml" in fibo and "vit_dense.yaml" not in fibo
+    assert f"--finetune {out}/pretrain_dense/checkpoint.pt --layer_decay 0.75" in fibo
+
+
 def test_stem_rows_and_unknown_rows(tmp_path):
     calls = run_experiment(tmp_path, "dense_stem", "0")
     train = next(c for c in calls if c.startswith("policy train"))
