@@ -24,11 +24,6 @@ at::Tensor drop_path(const at::Tensor& x, double drop_prob, bool training) {
   return x * mask / keep;
 }
 
-const std::vector<std::string>& stem_names() {
-  static const std::vector<std::string> names = {"patch", "conv"};
-  return names;
-}
-
 const std::string& check_stem(const std::string& stem) {
   for (const auto& name : stem_names())
     if (name == stem) return name;

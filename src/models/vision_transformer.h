@@ -16,6 +16,7 @@
 #include "attention/attention.h"
 #include "config/attention_spec.h"
 #include "models/classifier.h"
+#include "models/stem_names.h"
 #include "util/attention_geometry.h"
 
 namespace sparsevit::models {
@@ -53,8 +54,6 @@ struct VitConfig {
 
 class ConvStem;  // models/conv_stem.h
 
-// The values of VitConfig::stem: "patch", "conv".
-const std::vector<std::string>& stem_names();
 // `stem` when it is one of stem_names(); else UsageError "unknown stem 'x' (did you mean ...; known: patch, conv)".
 const std::string& check_stem(const std::string& stem);
 

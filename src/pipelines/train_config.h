@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "models/stem_names.h"
+
 namespace sparsevit::pipelines {
 
 struct TrainConfig {
@@ -183,7 +185,7 @@ void for_each_field(Config& c, Visitor&& visit) {
   visit(c.stem, one_of("stem", "how images become patch tokens: patch (a conv with kernel = stride = patch size, ViT) | "
                                "conv (3x3 stride-2 convs with BatchNorm + ReLU, then a 1x1 conv: \"Early convolutions "
                                "help transformers see better\"; the same patch grid)",
-                       {"patch", "conv"}));
+                       models::stem_names()));
   // A recipe field: a sweep starts every run from the same weights (the video demo's image ViT).
   visit(c.finetune, any("finetune", "initial weights: a pretrain checkpoint, safetensors or .pth with timm/MAE names "
                                     "(policy: the encoder's; the decoder and heads are dropped)")
