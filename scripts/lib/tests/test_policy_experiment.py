@@ -25,18 +25,24 @@ echo '{"done": true}'
 """
 
 
-def run_experiment(tmp_path, rows, seeds, extra_env=None):
+def run_script(tmp_path, rows, seeds, extra_env=None):
+    """The script against the stand-in, its output under tmp_path/out; returns the finished process."""
     build = tmp_path / "build"
     build.mkdir(exist_ok=True)
     stub = build / "sparsevit"
     stub.write_text(STUB)
     stub.chmod(stub.stat().st_mode | stat.S_IXUSR)
-    log = tmp_path / "calls.log"
-    env = {**os.environ, "SPARSEVIT_SKIP_BUILD": "1", "SPARSEVIT_BUILD": str(build), "STUB_LOG": str(log),
-           "OUT": str(tmp_path / "out"), "ROWS": rows, "SEEDS": seeds, "JOBS": "2", **(extra_env or {})}
-    r = subprocess.run([SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    env = {**os.environ, "SPARSEVIT_SKIP_BUILD": "1", "SPARSEVIT_BUILD": str(build),
+           "STUB_LOG": str(tmp_path / "calls.log"), "OUT": str(tmp_path / "out"), "ROWS": rows, "SEEDS": seeds,
+           "JOBS": "2", **(extra_env or {})}
+    return subprocess.run([SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+
+def run_experiment(tmp_path, rows, seeds, extra_env=None):
+    """A run that must succeed; returns the stand-in's calls, one line each."""
+    r = run_script(tmp_path, rows, seeds, extra_env)
     assert r.returncode == 0, r.stderr
-    return log.read_text().splitlines()
+    return (tmp_path / "calls.log").read_text().splitlines()
 
 
 def test_mae_rows_pretrain_once_and_start_each_seed_from_it(tmp_path):
@@ -82,8 +88,5 @@ def test_stem_rows_and_unknown_rows(tmp_path):
     calls = run_experiment(tmp_path, "dense_stem", "0")
     train = next(c for c in calls if c.startswith("policy train"))
     assert "--stem conv" in train and "--finetune" not in train and "vit_dense.yaml" in train
-    build = tmp_path / "build"
-    env = {**os.environ, "SPARSEVIT_SKIP_BUILD": "1", "SPARSEVIT_BUILD": str(build), "STUB_LOG": str(tmp_path / "x"),
-           "OUT": str(tmp_path / "out2"), "ROWS": "dense_maee", "SEEDS": "0", "JOBS": "1"}
-    r = subprocess.run([SCRIPT], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    r = run_script(tmp_path, "dense_maee", "0", {"OUT": str(tmp_path / "out2"), "JOBS": "1"})
     assert "unknown row 'dense_maee'" in r.stderr
