@@ -29,19 +29,18 @@ endif()
 
 # Every target that includes LibTorch reuses one precompiled header, built once
 # by this object library (LibTorch headers cost ~20 s per translation unit).
-# Unity builds of the LibTorch targets (6 sources a unit): each unit pays LibTorch's templates
-# once instead of six times. On for the Python package's build, where it cut the compile from
-# 9.5 to 6.2 CPU-minutes against PyPI's torch 2.15 (docs/python.md, "Build time"); off for the
-# project's own build, whose incremental rebuilds would recompile six files for one.
-if(NOT DEFINED SPARSEVIT_UNITY_BUILD)
-  set(SPARSEVIT_UNITY_BUILD ${SPARSEVIT_PYTHON_PACKAGE})
-endif()
-option(SPARSEVIT_UNITY_BUILD "Unity builds of the LibTorch targets" ${SPARSEVIT_UNITY_BUILD})
+# Unity builds of the LibTorch targets (SPARSEVIT_UNITY_BATCH sources a unit): each unit pays
+# LibTorch's templates once instead of once per source. On by default: a cold build (a fresh
+# machine, CI) is bounded by compile time (docs/building.md, "Build time"); turn it off
+# (-DSPARSEVIT_UNITY_BUILD=OFF) for incremental work, where one edit recompiles its whole unit.
+# Sources with their own compile options (the ISA kernels, the OpenMP units) stay alone.
+option(SPARSEVIT_UNITY_BUILD "Unity builds of the LibTorch targets" ON)
+set(SPARSEVIT_UNITY_BATCH 8 CACHE STRING "Sources per unity unit")
 
 function(sparsevit_use_torch_pch target)
   if(SPARSEVIT_UNITY_BUILD)
     # Sources with their own compile options (the ISA kernels, the OpenMP units) stay alone.
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${SPARSEVIT_UNITY_BATCH})
   endif()
   if(NOT SPARSEVIT_USE_PCH)
     return()

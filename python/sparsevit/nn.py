@@ -8,6 +8,8 @@ sequence length, as the C++ models build them (layer index -> head shuffle), and
 operator. Every other backend of the zoo (dense, top-k, Linformer, Efficient Attention, Performer,
 iMHSA, Reformer) runs its C++ module (torch.classes.sparsevit.AttentionModule): the module's
 parameters live here, as nn.Parameters, and are bound to the C++ module before each forward."""
+import warnings
+
 import torch
 from torch import nn
 
@@ -19,6 +21,25 @@ from .ops import sparse_attention
 def _uses_sparse_operator(spec):
     """Static patterns of backend vit (and dense vit) run here through the sparse operator."""
     return spec["backend"] == "vit" and not spec["dynamic"]
+
+
+def _outside_compiled_graph(fn):
+    """torch.compile runs `fn` eagerly (a graph break) instead of tracing into the C++ core; on a
+    torch without torch.compiler (1.13) it is `fn` itself."""
+    compiler = getattr(torch, "compiler", None)
+    return compiler.disable(fn) if compiler is not None and hasattr(compiler, "disable") else fn
+
+
+def _is_compiling():
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling()
+
+
+_CPP_BACKEND_GRAPH_BREAK = (
+    "sparsevit.nn: backend '{}' runs a C++ module (torch.classes.sparsevit.AttentionModule), which "
+    "torch.compile cannot trace: each of its layers is a graph break (it runs eagerly between compiled "
+    "graphs), and torch.compile(fullgraph=True) / torch.export refuse it. Static patterns of backend vit "
+    "(Fibottention, BigBird, local, ...) compile whole (docs/python.md, 'torch.compile and export').")
 
 
 class _CppAttentionFunction(torch.autograd.Function):
@@ -67,6 +88,16 @@ class SparseAttention(nn.Module):
         spec = _config.load(attn_cfg, overrides)
         self.backend = spec["backend"]
         self._cpp_names = []  # the C++ module's parameter names, in its order (empty: sparse operator)
+        # The pattern of one sequence length lives in non-persistent buffers (row_ptr, col_idx):
+        # .to(device) moves them, state_dict() stays timm's, and torch.compile / torch.export see
+        # plain tensors instead of a call into the C++ core. Built here when the length is known
+        # (patch_model passes the model's), else at the first eager forward; other lengths are
+        # built on first use outside the compiled graph (_pattern_of_length).
+        self._pattern_tokens = None  # the length the buffers hold
+        self._pattern_is_dense = False  # the config leaves this layer dense at that length
+        self._other_lengths = {}
+        if _uses_sparse_operator(spec) and num_tokens:
+            self._keep_pattern(num_tokens)
         if not _uses_sparse_operator(spec):
             self._cpp = self._build_cpp(attn_drop, proj_drop)
             self._cpp_names = list(self._cpp.parameter_names())
@@ -102,7 +133,45 @@ class SparseAttention(nn.Module):
             self._cpp = self._build_cpp()
         return self._cpp
 
+    def _keep_pattern(self, tokens):
+        pattern = self.pattern(tokens)
+        self._pattern_tokens, self._pattern_is_dense = tokens, pattern is None
+        if pattern is not None:
+            device = self.qkv.weight.device
+            self.register_buffer("row_ptr", pattern[0].to(device), persistent=False)
+            self.register_buffer("col_idx", pattern[1].to(device), persistent=False)
+
+    @_outside_compiled_graph
+    def _pattern_of_length(self, tokens, device):
+        """(row_ptr, col_idx) on `device`, or None (dense), for a length the buffers do not hold."""
+        if tokens not in self._other_lengths:
+            pattern = self.pattern(tokens)
+            self._other_lengths[tokens] = None if pattern is None else (pattern[0].to(device), pattern[1].to(device))
+        pattern = self._other_lengths[tokens]
+        if pattern is not None and pattern[0].device != device:
+            pattern = self._other_lengths[tokens] = (pattern[0].to(device), pattern[1].to(device))
+        return pattern
+
+    def _pattern_for(self, tokens, device):
+        if self._pattern_tokens is None and not _is_compiling():
+            self._keep_pattern(tokens)  # the first length seen, eagerly: kept as buffers
+        if tokens == self._pattern_tokens:
+            return None if self._pattern_is_dense else (self.row_ptr, self.col_idx)
+        return self._pattern_of_length(tokens, device)
+
+    @_outside_compiled_graph
+    def _warn_graph_break(self):
+        if not getattr(self, "_warned_graph_break", False):
+            self._warned_graph_break = True
+            warnings.warn(_CPP_BACKEND_GRAPH_BREAK.format(self.backend), stacklevel=3)
+
     def _cpp_forward(self, x):
+        if _is_compiling():
+            self._warn_graph_break()
+        return self._cpp_forward_eager(x)
+
+    @_outside_compiled_graph
+    def _cpp_forward_eager(self, x):
         if torch.jit.is_tracing():
             raise NotImplementedError(f"sparsevit.nn: torch.jit.trace of backend '{self.backend}' (a C++ module) is "
                                       "not supported; static patterns of backend vit trace")
@@ -120,7 +189,7 @@ class SparseAttention(nn.Module):
 
     def attend(self, q, k, v):
         """q, k, v [B, H, N, D] -> [B, H, N, D]."""
-        pattern = self.pattern(q.shape[2])
+        pattern = self._pattern_for(q.shape[2], q.device)
         if pattern is None:
             attn = self.attn_drop(torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1))
             return attn @ v

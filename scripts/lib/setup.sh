@@ -51,10 +51,30 @@ sparsevit_install_deps() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# sparsevit_build [CMAKE_ARGS...]: configures and builds everything, or only the targets listed
+# in SPARSEVIT_BUILD_TARGETS (space-separated; scripts/quickstart builds the CLI alone).
 sparsevit_build() {
-  local jobs
+  local jobs targets=()
   jobs="$(nproc)"
-  sparsevit_log "Configuring and building in $SPARSEVIT_BUILD ($jobs jobs)"
+  sparsevit_log "Configuring in $SPARSEVIT_BUILD"
   cmake -S "$SPARSEVIT_ROOT" -B "$SPARSEVIT_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-  cmake --build "$SPARSEVIT_BUILD" -j "$jobs"
+  if [ -n "${SPARSEVIT_BUILD_TARGETS:-}" ]; then
+    read -r -a targets <<< "$SPARSEVIT_BUILD_TARGETS"
+    targets=(--target "${targets[@]}")
+  fi
+  sparsevit_log "Building ${SPARSEVIT_BUILD_TARGETS:-everything} in $SPARSEVIT_BUILD ($jobs jobs)$(sparsevit_build_estimate "${targets[@]}")"
+  cmake --build "$SPARSEVIT_BUILD" -j "$jobs" "${targets[@]}"
+}
+
+# What the build is about to cost, from the steps ninja has left and SPARSEVIT_BUILD_COLD
+# ("STEPS CPU_SECONDS": a cold build of the same targets, measured; docs/building.md).
+sparsevit_build_estimate() {
+  [ -n "${SPARSEVIT_BUILD_COLD:-}" ] || return 0
+  local cold_steps cold_cpu left minutes targets=()
+  read -r cold_steps cold_cpu <<< "$SPARSEVIT_BUILD_COLD"
+  [ $# -gt 0 ] && targets=("${@:2}")  # drop cmake's --target
+  left="$(ninja -C "$SPARSEVIT_BUILD" -n "${targets[@]}" 2>/dev/null | grep -c '^\[' || true)"
+  [ "$left" -gt 0 ] 2>/dev/null || { echo ": up to date"; return 0; }
+  minutes=$(( (left * cold_cpu / cold_steps / $(nproc) + 59) / 60 ))
+  echo ": $left steps, about $minutes min from nothing (less with a warm ccache)"
 }

@@ -8,15 +8,16 @@
 #include <cmath>
 #include <limits>
 
+#include "data/image_blend.h"
 #include "data/transforms.h"
 #include "util/errors.h"
+#include "util/math_constants.h"
 
 namespace sparsevit::data {
 
 namespace {
 
 constexpr double kLevelDenominator = 10.0;  // timm's _LEVEL_DENOM
-constexpr double kPi = 3.14159265358979323846;
 
 const std::vector<std::string>& plain_ops() {
   static const std::vector<std::string> ops = {
@@ -127,10 +128,6 @@ at::Tensor fill_tensor(const std::vector<double>& fill, int64_t channels) {
     values[static_cast<std::size_t>(c)] = static_cast<float>(v);
   }
   return at::tensor(values, at::TensorOptions().dtype(at::kFloat)).view({channels, 1, 1});
-}
-
-at::Tensor blend(const at::Tensor& image, const at::Tensor& degenerate, double factor) {
-  return (degenerate + (image - degenerate) * factor).clamp_(0.0, 1.0);
 }
 
 // PIL's ImageFilter.SMOOTH (3x3 kernel 1 1 1 / 1 5 1 / 1 1 1, /13) with the border kept.

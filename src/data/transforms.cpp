@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 
+#include "data/image_blend.h"
 #include "data/dataset.h"
 #include "data/rand_augment.h"
 #include "util/errors.h"
@@ -26,11 +27,6 @@ int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x
 
 at::Tensor crop(const at::Tensor& image, const CropBox& box) {
   return image.slice(1, box.top, box.top + box.height).slice(2, box.left, box.left + box.width);
-}
-
-// Blend toward `degenerate`: degenerate + factor * (image - degenerate), clamped to [0, 1].
-at::Tensor blend(const at::Tensor& image, const at::Tensor& degenerate, double factor) {
-  return (degenerate + (image - degenerate) * factor).clamp_(0.0, 1.0);
 }
 
 }  // namespace

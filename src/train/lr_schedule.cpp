@@ -5,16 +5,9 @@
 #include <string>
 
 #include "util/errors.h"
+#include "util/math_constants.h"
 
 namespace sparsevit::train {
-
-namespace {
-constexpr double kPi = 3.14159265358979323846;
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw UsageError(message);
-}
-}  // namespace
 
 void validate(const LrScheduleConfig& c) {
   require(std::isfinite(c.lr) && c.lr >= 0, "lr must be a finite value >= 0, got " + std::to_string(c.lr));

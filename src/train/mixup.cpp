@@ -9,14 +9,14 @@
 
 #include "train/losses.h"
 #include "util/errors.h"
+#include "util/math_constants.h"
 
 namespace sparsevit::train {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 
-void require(bool ok, const std::string& message) {
+void require_mixup(bool ok, const std::string& message) {
   if (!ok) throw UsageError("mixup: " + message);
 }
 
@@ -88,17 +88,17 @@ at::Tensor mixup_target(const at::Tensor& labels, int64_t num_classes, double la
 
 Mixup::Mixup(MixupConfig config) : config_(std::move(config)) {
   const auto& c = config_;
-  require(std::isfinite(c.mixup_alpha) && c.mixup_alpha >= 0, "mixup alpha must be >= 0");
-  require(std::isfinite(c.cutmix_alpha) && c.cutmix_alpha >= 0, "cutmix alpha must be >= 0");
-  require(c.prob >= 0 && c.prob <= 1, "mixup_prob must lie in [0, 1], got " + std::to_string(c.prob));
-  require(c.switch_prob >= 0 && c.switch_prob <= 1,
+  require_mixup(std::isfinite(c.mixup_alpha) && c.mixup_alpha >= 0, "mixup alpha must be >= 0");
+  require_mixup(std::isfinite(c.cutmix_alpha) && c.cutmix_alpha >= 0, "cutmix alpha must be >= 0");
+  require_mixup(c.prob >= 0 && c.prob <= 1, "mixup_prob must lie in [0, 1], got " + std::to_string(c.prob));
+  require_mixup(c.switch_prob >= 0 && c.switch_prob <= 1,
           "mixup_switch_prob must lie in [0, 1], got " + std::to_string(c.switch_prob));
-  require(c.label_smoothing >= 0 && c.label_smoothing < 1,
+  require_mixup(c.label_smoothing >= 0 && c.label_smoothing < 1,
           "label smoothing must lie in [0, 1), got " + std::to_string(c.label_smoothing));
-  require(c.num_classes > 0, "number of classes must be > 0, got " + std::to_string(c.num_classes));
+  require_mixup(c.num_classes > 0, "number of classes must be > 0, got " + std::to_string(c.num_classes));
   if (c.cutmix_minmax) {
     const auto [lo, hi] = *c.cutmix_minmax;
-    require(lo > 0 && lo < hi && hi <= 1, "cutmix_minmax must satisfy 0 < min < max <= 1");
+    require_mixup(lo > 0 && lo < hi && hi <= 1, "cutmix_minmax must satisfy 0 < min < max <= 1");
     config_.cutmix_alpha = 1.0;  // as timm: minmax forces cutmix on
   }
 }

@@ -25,9 +25,6 @@ bool is_bias(const std::string& name) {
   return name == "bias" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0);
 }
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw UsageError(message);
-}
 
 }  // namespace
 

@@ -18,4 +18,9 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws UsageError(message) unless `ok`: the one-line check of a bad argument.
+inline void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(message);
+}
+
 }  // namespace sparsevit

@@ -14,7 +14,7 @@
 namespace sparsevit::attention {
 namespace {
 
-std::shared_ptr<AttentionModule> build(const std::string& name) {
+std::shared_ptr<AttentionModule> build_from_config_file(const std::string& name) {
   const config::AttentionSpec spec =
       config::load_attention_spec(std::string(SPARSEVIT_SOURCE_DIR) + "/configs/attention/" + name + ".yaml");
   return make_attention(spec, testing::dims_of(64, 4, 50), std::nullopt);
@@ -30,7 +30,7 @@ class HeadOutputs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HeadOutputs, ForwardIsHeadOutputsThroughProj) {
   torch::manual_seed(3);
-  auto m = build(GetParam());
+  auto m = build_from_config_file(GetParam());
   m->eval();
   torch::NoGradGuard no_grad;
   const at::Tensor x = torch::randn({2, 50, 64});
@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, HeadOutputs,
 TEST(AttentionProbs, TopkAndReformerProbabilitiesReproduceTheOutputs) {
   for (const std::string name : {"vit_topk", "vit_reformer"}) {
     torch::manual_seed(4);
-    auto m = build(name);
+    auto m = build_from_config_file(name);
     m->eval();
     torch::NoGradGuard no_grad;
     const at::Tensor x = torch::randn({2, 50, 64});
@@ -65,7 +65,7 @@ TEST(AttentionProbs, TopkAndReformerProbabilitiesReproduceTheOutputs) {
 
 TEST(AttentionProbs, LinearBackendsRefuseWithAUsageError) {
   for (const std::string name : {"vit_linformer", "vit_efficient", "vit_performer", "vit_imhsa"}) {
-    auto m = build(name);
+    auto m = build_from_config_file(name);
     EXPECT_THROW(m->attention_probs(torch::randn({1, 50, 64})), UsageError) << name;
   }
 }

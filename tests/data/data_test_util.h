@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +53,14 @@ inline void write_file(const std::string& path, const std::vector<uint8_t>& byte
     ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
   }
   std::fclose(f);
+}
+
+// The whole file `path` as a string of bytes ("" when it cannot be read).
+inline std::string read_string(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 // The bytes of `bytes` (text or not) as the file `path`, its folders created.

@@ -23,7 +23,7 @@ using M = MovingFashionMnist;
 constexpr int64_t kT = M::kFrames, kS = M::kSize, kG = M::kGarmentSize;
 
 std::string fashion_path() { return default_data_path("fashion_mnist"); }
-bool fashion_installed() {
+bool fashion_train_and_test_installed() {
   return !find_idx_file(fashion_path(), "train-images-idx3-ubyte").empty() &&
          !find_idx_file(fashion_path(), "t10k-images-idx3-ubyte").empty();
 }
@@ -60,7 +60,7 @@ uint64_t fnv1a(uint64_t h, const at::Tensor& t) {
 class MovingFashionMnistTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fashion_installed()) return;
+    if (!fashion_train_and_test_installed()) return;
     train_ = std::make_shared<const M>("", true);
     test_ = std::make_shared<const M>("", false);
     train_source_ = IdxDataset::from_folder(fashion_path(), true, "Fashion-MNIST");
@@ -73,7 +73,7 @@ class MovingFashionMnistTest : public ::testing::Test {
     test_source_.reset();
   }
   void SetUp() override {
-    if (!fashion_installed()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+    if (!fashion_train_and_test_installed()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   }
 
   static std::shared_ptr<const M> train_, test_;

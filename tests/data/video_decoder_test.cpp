@@ -24,6 +24,7 @@ using testing::TempDir;
 using testing::expect_error;
 using testing::smooth_clip;
 using testing::smooth_frames;
+using testing::read_string;
 using testing::write_string;
 namespace fs = std::filesystem;
 
@@ -31,22 +32,15 @@ double mean_abs_error(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kFloat) - b.to(at::kFloat)).abs().mean().item<double>();
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Pair {
+struct CodecContainer {
   const char* codec;
   const char* extension;
 };
 
 TEST(VideoDecoder, LosslessCodecsRoundTripBitExactlyInGrayAndRgb) {
   TempDir dir;
-  const Pair pairs[] = {{"ffv1", ".mkv"}, {"png", ".avi"}, {"rawvideo", ".avi"}, {"png", ".mov"}};
-  for (const Pair& p : pairs) {
+  const CodecContainer pairs[] = {{"ffv1", ".mkv"}, {"png", ".avi"}, {"rawvideo", ".avi"}, {"png", ".mov"}};
+  for (const CodecContainer& p : pairs) {
     if (!has_video_encoder(p.codec)) continue;
     for (int64_t channels : {1, 3}) {
       SCOPED_TRACE(std::string(p.codec) + p.extension + " channels " + std::to_string(channels));
@@ -66,8 +60,8 @@ TEST(VideoDecoder, LosslessCodecsRoundTripBitExactlyInGrayAndRgb) {
 
 TEST(VideoDecoder, LossyCodecsDecodeCloseToTheOriginal) {
   TempDir dir;
-  const Pair pairs[] = {{"mpeg4", ".mp4"}, {"mjpeg", ".avi"}, {"libx264", ".mp4"}, {"mpeg2video", ".mkv"}};
-  for (const Pair& p : pairs) {
+  const CodecContainer pairs[] = {{"mpeg4", ".mp4"}, {"mjpeg", ".avi"}, {"libx264", ".mp4"}, {"mpeg2video", ".mkv"}};
+  for (const CodecContainer& p : pairs) {
     if (!has_video_encoder(p.codec)) continue;
     for (int64_t channels : {1, 3}) {
       SCOPED_TRACE(std::string(p.codec) + p.extension + " channels " + std::to_string(channels));
@@ -112,13 +106,13 @@ TEST(VideoDecoder, GrayOutputOfAnRgbFileIsItsLuma) {
 
 TEST(VideoDecoder, BytesInMemoryDecodeLikeTheFile) {
   TempDir dir;
-  for (const Pair& p : {Pair{"ffv1", ".mkv"}, Pair{"mpeg4", ".mp4"}, Pair{"mjpeg", ".avi"}}) {
+  for (const CodecContainer& p : {CodecContainer{"ffv1", ".mkv"}, CodecContainer{"mpeg4", ".mp4"}, CodecContainer{"mjpeg", ".avi"}}) {
     if (!has_video_encoder(p.codec)) continue;
     SCOPED_TRACE(p.codec);
     const std::string path = dir / (std::string("clip") + p.extension);
     write_video_file(path, smooth_clip(3, 6, 24, 32, 25.0), p.codec);
     const VideoClip from_file = decode_video_file(path, 3);
-    const VideoClip from_bytes = decode_video_bytes(read_bytes(path), 3, "memory");
+    const VideoClip from_bytes = decode_video_bytes(read_string(path), 3, "memory");
     EXPECT_TRUE(at::equal(from_file.frames, from_bytes.frames));
     EXPECT_EQ(from_file.fps, from_bytes.fps);
   }
@@ -169,7 +163,7 @@ TEST(VideoDecoder, UnreadableFilesAreRuntimeErrorsNamingTheFile) {
   const std::string text = dir / "notes.mp4";
   write_string(text, "these are notes, not a video\n");
   expect_error<RuntimeError>([&] { decode_video_file(text, 3); }, {text, "not a readable video file"});
-  expect_error<RuntimeError>([&] { decode_video_bytes(read_bytes(text), 3, "notes"); }, {"notes: not a readable video file"});
+  expect_error<RuntimeError>([&] { decode_video_bytes(read_string(text), 3, "notes"); }, {"notes: not a readable video file"});
 
   const std::string empty = dir / "empty.avi";
   write_string(empty, "");
@@ -211,13 +205,13 @@ TEST(VideoDecoder, AudioOnlyFileHasNoVideoStream) {
 
 TEST(VideoDecoder, TruncatedFilesDecodeFewerFramesOrFailNamingTheFile) {
   TempDir dir;
-  const Pair pairs[] = {{"ffv1", ".mkv"}, {"mjpeg", ".avi"}, {"mpeg4", ".mp4"}, {"png", ".avi"}, {"mpeg4", ".mkv"}};
-  for (const Pair& p : pairs) {
+  const CodecContainer pairs[] = {{"ffv1", ".mkv"}, {"mjpeg", ".avi"}, {"mpeg4", ".mp4"}, {"png", ".avi"}, {"mpeg4", ".mkv"}};
+  for (const CodecContainer& p : pairs) {
     if (!has_video_encoder(p.codec)) continue;
     SCOPED_TRACE(std::string(p.codec) + p.extension);
     const std::string full = dir / (std::string("full_") + p.codec + p.extension);
     write_video_file(full, smooth_clip(3, 10, 24, 32, 25.0), p.codec);
-    const std::string bytes = read_bytes(full);
+    const std::string bytes = read_string(full);
     for (size_t cut : {bytes.size() / 2, bytes.size() - 1, size_t{100}}) {
       const std::string path = dir / (std::string("cut_") + p.codec + std::to_string(cut) + p.extension);
       write_string(path, bytes.substr(0, cut));
@@ -248,7 +242,7 @@ TEST(VideoDecoder, KnownTruncationOutcomes) {
   auto cut_in_half = [&](const std::string& name, const char* codec) {
     const std::string full = dir / ("full_" + name);
     write_video_file(full, clip, codec);
-    const std::string bytes = read_bytes(full);
+    const std::string bytes = read_string(full);
     const std::string path = dir / name;
     write_string(path, bytes.substr(0, bytes.size() / 2));
     return path;
@@ -270,7 +264,7 @@ TEST(VideoDecoder, CorruptMiddleIsACorruptVideoError) {
   TempDir dir;
   const std::string path = dir / "corrupt.avi";
   write_video_file(path, smooth_clip(3, 10, 24, 32, 25.0), "mjpeg");
-  std::string bytes = read_bytes(path);
+  std::string bytes = read_string(path);
   for (size_t i = bytes.size() / 3; i < bytes.size() * 2 / 3; ++i) bytes[i] = static_cast<char>(i * 131);
   try {
     const VideoClip clip = decode_video_bytes(bytes, 3, "corrupt.avi");

@@ -29,21 +29,22 @@ namespace {
 
 using testing::TempDir;
 using testing::expect_error;
+using testing::read_string;
 using testing::write_string;
 namespace fs = std::filesystem;
 
-constexpr int64_t kFrames = 320, kHeight = 48, kWidth = 96;
+constexpr int64_t kFrames = 320, kFrameHeight = 48, kFrameWidth = 96;
 constexpr int64_t kBits = 10, kBlock = 8;  // frame index bits, one 8 x 8 block each, in the top row
 
 // Frame t: the top row of blocks spells t in binary (bit b: block b white / black), the rest a
 // smooth gradient that moves with t, so the codecs see ordinary motion.
 at::Tensor index_frames(int64_t channels, int64_t count) {
-  at::Tensor frames = at::empty({channels, count, kHeight, kWidth}, at::kByte);
+  at::Tensor frames = at::empty({channels, count, kFrameHeight, kFrameWidth}, at::kByte);
   auto a = frames.accessor<uint8_t, 4>();
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t t = 0; t < count; ++t)
-      for (int64_t y = 0; y < kHeight; ++y)
-        for (int64_t x = 0; x < kWidth; ++x) {
+      for (int64_t y = 0; y < kFrameHeight; ++y)
+        for (int64_t x = 0; x < kFrameWidth; ++x) {
           const int64_t bit = x / kBlock;
           a[c][t][y][x] = y < kBlock && bit < kBits
                               ? static_cast<uint8_t>((t >> bit) & 1 ? 235 : 16)
@@ -60,7 +61,7 @@ int64_t shown_index(const at::Tensor& frames, int64_t t) {
   return index;
 }
 
-struct Pair {
+struct WindowCodec {
   const char* codec;
   const char* extension;
   bool windowed;  // whether the container lets the window be decoded by seeking
@@ -69,16 +70,9 @@ struct Pair {
 // mp4 and avi index every frame and declare the count; Matroska declares none (whole decode).
 // mpeg4 and libx264 have a keyframe every 12 frames (write_video_file's GOP), libx264 B-frames
 // too; ffv1's frames depend on the previous ones within a GOP as well; mjpeg is all keyframes.
-const Pair kPairs[] = {{"mpeg4", ".mp4", true},  {"mpeg4", ".avi", true},   {"libx264", ".mp4", true},
+const WindowCodec kWindowCodecs[] = {{"mpeg4", ".mp4", true},  {"mpeg4", ".avi", true},   {"libx264", ".mp4", true},
                        {"libx264", ".mkv", false}, {"ffv1", ".avi", true}, {"ffv1", ".mkv", false},
                        {"mjpeg", ".avi", true}};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A picker returning fixed indices, checking the frame count it is told.
 FramePicker fixed(std::vector<int64_t> indices, int64_t expected_frames = kFrames) {
@@ -103,7 +97,7 @@ class VideoWindow : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     const VideoClip rgb{index_frames(3, kFrames), 30.0};
-    for (const Pair& p : kPairs) {
+    for (const WindowCodec& p : kWindowCodecs) {
       if (!has_video_encoder(p.codec)) continue;
       write_video_file(path(p), rgb, p.codec);
     }
@@ -112,7 +106,7 @@ class VideoWindow : public ::testing::Test {
     delete dir_;
     dir_ = nullptr;
   }
-  static std::string path(const Pair& p) { return *dir_ / (std::string(p.codec) + p.extension); }
+  static std::string path(const WindowCodec& p) { return *dir_ / (std::string(p.codec) + p.extension); }
   static TempDir* dir_;
 };
 TempDir* VideoWindow::dir_ = nullptr;
@@ -133,7 +127,7 @@ TEST_F(VideoWindow, WindowsEqualTheWholeDecodeAtTheSameIndicesInEveryCodecAndCon
       {100, 100, 101, 99},               // repeats and any order
   };
   int tested = 0;
-  for (const Pair& p : kPairs) {
+  for (const WindowCodec& p : kWindowCodecs) {
     if (!has_video_encoder(p.codec)) continue;
     ++tested;
     const std::string file = path(p);
@@ -146,7 +140,7 @@ TEST_F(VideoWindow, WindowsEqualTheWholeDecodeAtTheSameIndicesInEveryCodecAndCon
         EXPECT_EQ(got.windowed, p.windowed);
         EXPECT_EQ(got.video_frames, kFrames);
         EXPECT_NEAR(got.fps, 30.0, 1e-6);
-        ASSERT_EQ(got.frames.sizes(), (std::vector<int64_t>{channels, static_cast<int64_t>(window.size()), kHeight, kWidth}));
+        ASSERT_EQ(got.frames.sizes(), (std::vector<int64_t>{channels, static_cast<int64_t>(window.size()), kFrameHeight, kFrameWidth}));
         EXPECT_TRUE(got.frames.is_contiguous());
         EXPECT_TRUE(at::equal(got.frames, pick(whole, window)));
         if (channels == 3) {
@@ -161,7 +155,7 @@ TEST_F(VideoWindow, WindowsEqualTheWholeDecodeAtTheSameIndicesInEveryCodecAndCon
 // The comparison above catches a window shifted by one frame only if neighbouring frames differ
 // after decoding: check that they do in every file, and that each shows its own index.
 TEST_F(VideoWindow, NeighbouringFramesDifferAndShowTheirIndexSoAnOffByOneSeekFails) {
-  for (const Pair& p : kPairs) {
+  for (const WindowCodec& p : kWindowCodecs) {
     if (!has_video_encoder(p.codec)) continue;
     SCOPED_TRACE(path(p));
     const at::Tensor whole = decode_video_file(path(p), 3).frames;
@@ -179,10 +173,10 @@ TEST_F(VideoWindow, NeighbouringFramesDifferAndShowTheirIndexSoAnOffByOneSeekFai
 }
 
 TEST_F(VideoWindow, BytesInMemoryDecodeLikeTheFile) {
-  const Pair p{"mpeg4", ".mp4", true};
+  const WindowCodec p{"mpeg4", ".mp4", true};
   if (!has_video_encoder(p.codec)) GTEST_SKIP();
   const PickedFrames file = decode_video_frames(path(p), 3, fixed({130, 138, 146}));
-  const PickedFrames bytes = decode_video_bytes_frames(read_bytes(path(p)), 3, "clip.mp4", fixed({130, 138, 146}));
+  const PickedFrames bytes = decode_video_bytes_frames(read_string(path(p)), 3, "clip.mp4", fixed({130, 138, 146}));
   EXPECT_TRUE(bytes.windowed);
   EXPECT_TRUE(at::equal(file.frames, bytes.frames));
 }
@@ -190,7 +184,7 @@ TEST_F(VideoWindow, BytesInMemoryDecodeLikeTheFile) {
 // The sampling's own windows (data/video_sampling.h) through the decoder, a window longer than
 // the video included: what the clip dataset asks for.
 TEST_F(VideoWindow, SampledWindowsIncludingOneLongerThanTheVideo) {
-  const Pair p{"libx264", ".mp4", true};
+  const WindowCodec p{"libx264", ".mp4", true};
   if (!has_video_encoder(p.codec)) GTEST_SKIP();
   const at::Tensor whole = decode_video_file(path(p), 3).frames;
   ClipSampling s;  // 8 x 8 at 30 fps: 64-frame windows
@@ -227,9 +221,9 @@ TEST_F(VideoWindow, SampledWindowsIncludingOneLongerThanTheVideo) {
 // whatever the window, since a cut container loses its index or points past its end.
 TEST_F(VideoWindow, CutFilesGiveTheWholeDecodesOutcome) {
   TempDir dir;
-  for (const Pair& p : kPairs) {
+  for (const WindowCodec& p : kWindowCodecs) {
     if (!has_video_encoder(p.codec)) continue;
-    const std::string bytes = read_bytes(path(p));
+    const std::string bytes = read_string(path(p));
     for (double fraction : {0.3, 0.6, 0.9, 0.99}) {
       const std::string cut = bytes.substr(0, static_cast<std::size_t>(static_cast<double>(bytes.size()) * fraction));
       SCOPED_TRACE(path(p) + " cut at " + std::to_string(fraction));
@@ -263,7 +257,7 @@ TEST_F(VideoWindow, CutFilesGiveTheWholeDecodesOutcome) {
 }
 
 TEST_F(VideoWindow, PickerErrorsAndDecoderErrorsNameTheFile) {
-  const Pair p{"mpeg4", ".avi", true};
+  const WindowCodec p{"mpeg4", ".avi", true};
   if (!has_video_encoder(p.codec)) GTEST_SKIP();
   expect_error<RuntimeError>([&] { decode_video_frames(path(p), 3, fixed({kFrames})); },
                              {path(p), "chose frame 320 of 320"});
@@ -285,8 +279,8 @@ TEST(VideoWindowFrameFolder, ReadsOnlyThePickedFramesAndTheFirst) {
   const at::Tensor frames = index_frames(3, 40);
   for (int64_t t = 0; t < 40; ++t) {
     Image image;
-    image.width = kWidth;
-    image.height = kHeight;
+    image.width = kFrameWidth;
+    image.height = kFrameHeight;
     image.channels = 3;
     const at::Tensor hwc = frames.select(1, t).permute({1, 2, 0}).contiguous();
     image.pixels.assign(hwc.data_ptr<uint8_t>(), hwc.data_ptr<uint8_t>() + hwc.numel());
@@ -330,8 +324,8 @@ TEST_F(VideoWindow, ClipDatasetViewsEqualThoseOfWholeClips) {
   const at::Tensor folder = index_frames(3, 70);
   for (int64_t t = 0; t < 70; ++t) {
     Image image;
-    image.width = kWidth;
-    image.height = kHeight;
+    image.width = kFrameWidth;
+    image.height = kFrameHeight;
     image.channels = 3;
     const at::Tensor hwc = folder.select(1, t).permute({1, 2, 0}).contiguous();
     image.pixels.assign(hwc.data_ptr<uint8_t>(), hwc.data_ptr<uint8_t>() + hwc.numel());

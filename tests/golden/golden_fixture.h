@@ -143,4 +143,9 @@ inline void load_parameters_by_name(torch::nn::Module& model, const std::vector<
     throw std::runtime_error("golden: the fixture has no value for parameter '" + *unused.begin() + "'");
 }
 
+// max |actual - expected| / (atol + rtol |expected|): at most 1 where allclose(atol, rtol) holds.
+inline double worst_error_ratio(const at::Tensor& actual, const at::Tensor& expected, double atol, double rtol) {
+  return ((actual - expected).abs() / (atol + rtol * expected.abs())).max().item<double>();
+}
+
 }  // namespace sparsevit::golden

@@ -55,10 +55,6 @@ at::Tensor expected_logits(const double* values) {
 }
 
 // The largest |actual - expected| / (atol + rtol |expected|): <= 1 passes.
-double worst_error_ratio(const at::Tensor& actual, const at::Tensor& expected, double atol, double rtol) {
-  return ((actual - expected).abs() / (atol + rtol * expected.abs())).max().item<double>();
-}
-
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // The measured error, in the XML report (--gtest_output=xml).

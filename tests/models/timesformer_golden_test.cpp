@@ -54,10 +54,6 @@ at::Tensor expected_logits(const TimeSformerGoldenCase& c) {
 }
 
 // The largest |actual - expected| / (atol + rtol |expected|): <= 1 passes.
-double worst_error_ratio(const at::Tensor& actual, const at::Tensor& expected, double atol, double rtol) {
-  return ((actual - expected).abs() / (atol + rtol * expected.abs())).max().item<double>();
-}
-
 bool is_divided(const TimeSformerGoldenCase& c) { return std::string(c.attention_type) == "divided_space_time"; }
 
 TEST(TimeSformerGolden, FixtureDescribesTheModelsUnderTest) {

@@ -16,13 +16,16 @@
 
 #include "models/model_registry.h"
 #include "models/video_attention_layout.h"
+#include "models_test_util.h"
 #include "patterns/pattern_stats.h"
 #include "util/errors.h"
 
 namespace sparsevit::models {
 namespace {
 
-constexpr int64_t kImg = 8, kPatch = 2, kChans = 2, kDim = 16, kDepth = 3, kHeads = 2, kClasses = 5, kFrames = 4;
+using namespace test_util;  // kImg ... kClasses, spec_of, contains
+
+constexpr int64_t kFrames = 4;
 constexpr int64_t kP = (kImg / kPatch) * (kImg / kPatch);  // 16 patches per frame
 constexpr int64_t kN = kP + 1;                             // tokens per frame
 
@@ -33,7 +36,6 @@ const char* kSpatialSparse = "attention: {backend: vit, mask: local, mask_kwargs
 const char* kTemporalSparse =
     "attention: {backend: vit, mask: local, mask_kwargs: {head_windows: [1, 2], include_diagonal: true}, kernel: sparse}";
 
-config::AttentionSpec spec_of(const std::string& yaml) { return config::parse_attention_spec(yaml, "test.yaml"); }
 
 TimeSformerConfig tiny_config(VideoAttentionType type, const std::string& spatial_yaml = "",
                               const std::string& temporal_yaml = "") {
@@ -61,7 +63,6 @@ std::shared_ptr<TimeSformer> tiny_model(VideoAttentionType type, const std::stri
 
 at::Tensor tiny_clips(int64_t batch) { return torch::randn({batch, kChans, kFrames, kImg, kImg}); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 bool is_temporal(const std::string& name) { return contains(name, ".temporal_"); }
 
 std::string message_of(const std::function<void()>& f) {

@@ -15,13 +15,14 @@
 #include "models/timesformer.h"
 #include "models/video_attention_layout.h"
 #include "models/vision_transformer.h"
+#include "models_test_util.h"
 
 namespace sparsevit::models {
 namespace {
 
 using models::VideoAttentionType;
 
-constexpr int64_t kImg = 8, kPatch = 2, kChans = 2, kDim = 16, kDepth = 3, kHeads = 2, kClasses = 5;
+using namespace test_util;  // kImg ... kClasses, contains
 
 models::VitConfig frame_config() {
   models::VitConfig c;
@@ -62,7 +63,6 @@ std::shared_ptr<models::VisionTransformer> random_image_vit() {
   return vit;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   return s.replace(s.find(from), from.size(), to);

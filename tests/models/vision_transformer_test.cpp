@@ -5,6 +5,7 @@
 
 #include "attention/vit_attention.h"
 #include "models/model_registry.h"
+#include "models_test_util.h"
 #include "util/errors.h"
 
 namespace sparsevit::models {
@@ -16,7 +17,7 @@ int64_t count_parameters(torch::nn::Module& m) {
   return n;
 }
 
-config::AttentionSpec spec_of(const std::string& yaml) { return config::parse_attention_spec(yaml, "test.yaml"); }
+using test_util::spec_of;
 
 TEST(VisionTransformer, ParameterCountsMatchTimm) {
   // timm: vit_base_patch16_224 86,567,656; vit_tiny_patch16_224 5,717,416; vit_small 22,050,664.

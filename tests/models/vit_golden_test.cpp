@@ -38,10 +38,6 @@ at::Tensor expected_logits(const VitForwardCase& c) {
 }
 
 // The largest |actual - expected| / (atol + rtol |expected|): <= 1 passes.
-double worst_error_ratio(const at::Tensor& actual, const at::Tensor& expected, double atol, double rtol) {
-  return ((actual - expected).abs() / (atol + rtol * expected.abs())).max().item<double>();
-}
-
 TEST(VitGolden, FixtureDescribesTheModelsUnderTest) {
   ASSERT_EQ(kVitForwardCases.size(), 4u);
   // Each case builds the attention it claims: the kernel, and a pattern on every sparse layer.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <set>
@@ -310,5 +311,12 @@ cpu::BackwardParams<T, S> backward_params_for(const cpu::ForwardParams<T, S>& p,
   b.scale = p.scale;
   return b;
 }
+
+// While alive, the operators run their general CSR kernels only (SPARSEVIT_STRUCTURED_KERNEL=0),
+// so a test can compare them with the structured (diagonal) kernels on the same inputs.
+struct GeneralKernelOnly {
+  GeneralKernelOnly() { setenv("SPARSEVIT_STRUCTURED_KERNEL", "0", 1); }
+  ~GeneralKernelOnly() { unsetenv("SPARSEVIT_STRUCTURED_KERNEL"); }
+};
 
 }  // namespace sparsevit::ops::testing

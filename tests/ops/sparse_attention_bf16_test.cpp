@@ -29,10 +29,6 @@ namespace sparsevit::ops::testing {
 namespace {
 
 // Forces the general kernels while alive.
-struct GeneralKernelOnly {
-  GeneralKernelOnly() { setenv("SPARSEVIT_STRUCTURED_KERNEL", "0", 1); }
-  ~GeneralKernelOnly() { unsetenv("SPARSEVIT_STRUCTURED_KERNEL"); }
-};
 
 
 

@@ -26,10 +26,6 @@ namespace sparsevit::ops::testing {
 namespace {
 
 // Forces the general kernels while alive.
-struct GeneralKernelOnly {
-  GeneralKernelOnly() { setenv("SPARSEVIT_STRUCTURED_KERNEL", "0", 1); }
-  ~GeneralKernelOnly() { unsetenv("SPARSEVIT_STRUCTURED_KERNEL"); }
-};
 
 std::optional<DiagonalPlanTensors> detect(const Csr& csr, int64_t N) {
   const AttentionShape shape = AttentionShape::of(1, csr.row_ptr.size(0), N, 16, csr.col_idx.size(1));

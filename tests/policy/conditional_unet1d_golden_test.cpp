@@ -12,8 +12,6 @@
 namespace sparsevit::golden::diffusion_policy {
 namespace {
 
-constexpr double kTolerance = 2e-5;
-
 TEST(ConditionalUnet1DGolden, FilmScaleAndGlobalCondMatchTheReference) {
   policy::ConditionalUnet1D unet(2, 6, 8, {8, 16}, 5, 4, true);
   load_by_name(unet, {&kUnetFilmWeights});

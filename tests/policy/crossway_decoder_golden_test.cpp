@@ -14,8 +14,6 @@
 namespace sparsevit::golden::diffusion_policy {
 namespace {
 
-constexpr double kTolerance = 2e-5;
-
 policy::CrosswayDecoderOptions golden_options(policy::CrosswayInput input, int64_t feature_dim) {
   policy::CrosswayDecoderOptions o;
   o.input = input;

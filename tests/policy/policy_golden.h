@@ -44,6 +44,9 @@ inline void load_by_name(torch::nn::Module& model, const std::vector<const std::
   if (!missing.empty()) throw std::runtime_error("golden: no fixture value for parameter '" + *missing.begin() + "'");
 }
 
+// What the float32 modules may differ from the float64 references, in max_relative_error.
+inline constexpr double kTolerance = 2e-5;
+
 // max |actual - expected| / max(1, |expected|).
 inline double max_relative_error(const at::Tensor& actual, const at::Tensor& expected) {
   const at::Tensor a = actual.to(at::kDouble), e = expected.to(at::kDouble);
