@@ -71,8 +71,16 @@ def target_of(output):
     return "(link and other steps)"
 
 
-def ninja_report(build_dir):
-    """Sums each target's edges from the last build recorded in .ninja_log (format v5)."""
+def closure(build_dir, target):
+    """The outputs a build of `target` alone runs: its inputs, recursively (ninja -t inputs), and itself."""
+    out = subprocess.run(["ninja", "-C", build_dir, "-t", "inputs", target], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return {os.path.relpath(p, build_dir) if os.path.isabs(p) else p for p in out} | {target}
+
+
+def ninja_report(build_dir, target=None):
+    """Sums each target's edges from the last build recorded in .ninja_log (format v5); with
+    `target`, only the edges a build of that target alone would run."""
     path = os.path.join(build_dir, ".ninja_log")
     by_target = collections.defaultdict(float)
     units = collections.defaultdict(int)
@@ -86,18 +94,22 @@ def ninja_report(build_dir):
     newest = {}
     for start_ms, end_ms, _mtime, output, *_ in rows:
         newest[output] = (int(start_ms), int(end_ms))
+    if target:
+        wanted = closure(build_dir, target)
+        newest = {o: t for o, t in newest.items() if o in wanted}
     for output, (start_ms, end_ms) in newest.items():
         seconds = (end_ms - start_ms) / 1000
-        target = target_of(output)
-        by_target[target] += seconds
+        group = target_of(output)
+        by_target[group] += seconds
         if output.endswith(".o") or output.endswith(".gch"):
-            units[target] += 1
+            units[group] += 1
             slowest.append((seconds, output))
     total = sum(by_target.values())
-    print(f"\n{build_dir}: {len(newest)} steps, {total:.0f} s of compiler time in all")
+    print(f"\n{build_dir}{' (' + target + ' alone)' if target else ''}: {len(newest)} steps, "
+          f"{total:.0f} s of compiler time in all")
     print(f"{'s':>7} {'share':>6} {'units':>5}  target")
-    for target, seconds in sorted(by_target.items(), key=lambda kv: -kv[1]):
-        print(f"{seconds:7.0f} {100 * seconds / total:5.1f}% {units[target]:5d}  {target}")
+    for group, seconds in sorted(by_target.items(), key=lambda kv: -kv[1]):
+        print(f"{seconds:7.0f} {100 * seconds / total:5.1f}% {units[group]:5d}  {group}")
     print("slowest units:")
     for seconds, output in sorted(slowest, reverse=True)[:15]:
         print(f"{seconds:7.1f}  {output}")
@@ -107,6 +119,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the phases here as JSON")
     parser.add_argument("--ninja", action="append", default=[], help="a finished build folder to report on")
+    parser.add_argument("--target", help="with --ninja: only what building this target alone runs")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -114,7 +127,7 @@ def main():
     if command:
         rc = run_phases(command, args.json)
     for build_dir in args.ninja:
-        ninja_report(build_dir)
+        ninja_report(build_dir, args.target)
     if not command and not args.ninja:
         parser.error("give a command to time or --ninja BUILD_DIR")
     return rc
