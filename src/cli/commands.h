@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -66,10 +67,24 @@ void apply_config_file_option(CLI::App& app, int argc, char** argv);
 // "head-dim" -> "--head-dim,--head_dim": options accept both spellings, as MAE's scripts do.
 std::string option_names(const std::string& name);
 
+// Makes --help show `value` as the option's default. CLI11 renders a list as "[a,b]" unless an
+// operator<< for std::vector is in scope (LibTorch declares one), which renders it otherwise; so a
+// list's default is written here, the same in every translation unit (unity builds mix them).
+template <class T>
+CLI::Option* show_default(CLI::Option* option, const T& value) {
+  if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    std::string text = "[";
+    for (size_t i = 0; i < value.size(); ++i) text += (i ? "," : "") + value[i];
+    return option->default_str(text + "]");
+  } else {
+    return option->capture_default_str();
+  }
+}
+
 // An option in both spellings whose --help shows its default.
 template <class T>
 CLI::Option* add_named_option(CLI::App* cmd, const std::string& name, T& field, const std::string& help) {
-  return cmd->add_option(option_names(name), field, help)->capture_default_str();
+  return show_default(cmd->add_option(option_names(name), field, help), field);
 }
 
 }  // namespace sparsevit::cli

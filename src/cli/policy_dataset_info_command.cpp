@@ -17,8 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/policy_commands.h"
-#include "episodes/episode_file.h"
-#include "episodes/zarr_replay_buffer.h"
+#include "episodes/demonstrations.h"
 #include "util/errors.h"
 
 namespace sparsevit::cli {
@@ -50,14 +49,7 @@ nlohmann::json array_info(const std::vector<int64_t>& shape, const std::vector<T
 }
 
 void run_dataset_info(const DatasetInfoOptions& o) {
-  if (!std::filesystem::exists(o.data_path)) throw UsageError("demonstrations '" + o.data_path + "' do not exist");
-  // As policy train's read_demonstrations: a folder is a zarr store; so is a zipped one here, which the
-  // zarr reader refuses with the remedy (unzip it) rather than the .episodes reader's "bad magic".
-  const std::string& path = o.data_path;
-  const bool zipped_zarr = path.size() > 9 && path.compare(path.size() - 9, 9, ".zarr.zip") == 0;
-  const episodes::EpisodeSet set = std::filesystem::is_directory(path) || zipped_zarr
-                                       ? episodes::read_zarr_replay_buffer(o.data_path)
-                                       : episodes::read_episode_file(o.data_path);
+  const episodes::EpisodeSet set = episodes::read_demonstrations(o.data_path);
   const int64_t steps = set.steps();
   nlohmann::json info = {{"path", o.data_path},
                          {"task", set.task},

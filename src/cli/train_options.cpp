@@ -17,7 +17,7 @@ void add_field_option(CLI::App* cmd, const pipelines::FieldInfo& f, T& value) {
   if constexpr (std::is_same_v<T, bool>) {
     cmd->add_flag(option_names(f.name), value, f.help);
   } else {
-    CLI::Option* o = cmd->add_option(option_names(f.name), value, f.help)->capture_default_str();
+    CLI::Option* o = show_default(cmd->add_option(option_names(f.name), value, f.help), value);
     if (!f.choices.empty()) o->check(CLI::IsMember(f.choices));
   }
 }

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "episodes/demonstrations.h"
 #include "episodes/episode_file.h"
-#include "pipelines/policy_train.h"
 #include "policy/observation_images.h"
 #include "util/errors.h"
 
@@ -58,7 +58,7 @@ bool is_demonstration_path(const std::string& path) {
 }
 
 DemonstrationFrameSplits demonstration_frames(const std::string& path, int64_t max_train_episodes, int64_t image_size) {
-  auto demos = std::make_shared<const episodes::EpisodeSet>(read_demonstrations(path));
+  auto demos = std::make_shared<const episodes::EpisodeSet>(episodes::read_demonstrations(path));
   const int64_t episodes = demos->episodes();
   if (episodes < 1) throw UsageError("demonstrations " + path + " hold no episode");
   const int64_t train_end = max_train_episodes > 0 && max_train_episodes < episodes ? max_train_episodes : episodes;

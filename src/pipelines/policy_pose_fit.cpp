@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "episodes/demonstrations.h"
 #include "pipelines/policy_checkpoint.h"
 #include "pipelines/policy_train.h"
 #include "train/checkpoint.h"
@@ -18,7 +19,7 @@ namespace sparsevit::pipelines {
 policy::BlockPoseFitResult run_policy_pose_fit(const TrainConfig& c, policy::BlockPoseFitOptions options,
                                                const std::string& resume, const std::string& output) {
   if (c.threads > 0) at::set_num_threads(static_cast<int>(c.threads));
-  const episodes::EpisodeSet demos = read_demonstrations(c.data_path);
+  const episodes::EpisodeSet demos = episodes::read_demonstrations(c.data_path);
   std::shared_ptr<policy::DiffusionPolicy> model;
   std::string source;
   if (!resume.empty()) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "episodes/demonstrations.h"
 #include "pipelines/policy_checkpoint.h"
 #include "pipelines/policy_train.h"
 #include "train/checkpoint.h"
@@ -25,7 +26,7 @@ policy::ImageProbeResult run_policy_probe(const std::string& checkpoint, const s
                                           const std::string& output) {
   const train::LoadedCheckpoint ckpt(checkpoint);
   auto model = load_checkpoint_policy(ckpt);  // the EMA weights, as evaluation uses
-  auto demos = std::make_shared<episodes::EpisodeSet>(read_demonstrations(data_path));
+  auto demos = std::make_shared<episodes::EpisodeSet>(episodes::read_demonstrations(data_path));
   const int64_t n = demos->episodes();
   // What the run trained on: its config's demonstrations and --max_train_samples (0: all).
   const nlohmann::json meta = nlohmann::json::parse(ckpt.metadata_json(), nullptr, /*allow_exceptions=*/false);

@@ -15,8 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/attention_report.h"
-#include "episodes/episode_file.h"
-#include "episodes/zarr_replay_buffer.h"
+#include "episodes/demonstrations.h"
 #include "models/pretrained_weights.h"
 #include "models/vision_transformer.h"
 #include "pipelines/policy_checkpoint.h"
@@ -159,15 +158,6 @@ nlohmann::json recorded_encoder_init(const train::LoadedCheckpoint& ckpt) {
 
 }  // namespace
 
-episodes::EpisodeSet read_demonstrations(const std::string& path) {
-  if (path.empty())
-    throw UsageError("policy train needs --data_path: demonstrations from `sparsevit policy collect` (.episodes) or "
-                     "Diffusion Policy's pusht_cchi_v7_replay.zarr folder");
-  if (!std::filesystem::exists(path)) throw UsageError("demonstrations '" + path + "' do not exist");
-  return std::filesystem::is_directory(path) ? episodes::read_zarr_replay_buffer(path)
-                                             : episodes::read_episode_file(path);
-}
-
 TrainConfig policy_defaults() {
   TrainConfig c;
   c.model = "vit_nano_patch8_48";
@@ -236,7 +226,7 @@ PolicyTrainSummary run_policy_train(const TrainConfig& raw) {
   train::ProcessContext process({c.threads, c.seed, c.dist_backend, c.dist_url, c.dist_timeout});
   const int64_t world = process.world_size();
 
-  auto demos = std::make_shared<episodes::EpisodeSet>(read_demonstrations(c.data_path));
+  auto demos = std::make_shared<episodes::EpisodeSet>(episodes::read_demonstrations(c.data_path));
   std::vector<bool> mask;
   if (c.max_train_samples > 0 && c.max_train_samples < demos->episodes()) {
     mask.assign(static_cast<std::size_t>(demos->episodes()), false);

@@ -43,9 +43,6 @@ struct PolicyTrainSummary {
   std::string to_text() const;
 };
 
-// The demonstrations at `path`: a zarr store (a folder: Diffusion Policy's layout) or our
-// .episodes file. UsageError naming the path when it is neither.
-episodes::EpisodeSet read_demonstrations(const std::string& path);
 
 // The defaults of `sparsevit policy train`: Diffusion Policy's PushT recipe (AdamW lr 1e-4,
 // weight decay 1e-6, betas 0.95 / 0.999, EMA) on the CPU-sized encoder.
