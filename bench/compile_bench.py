@@ -70,7 +70,7 @@ def main():
 
     import torch
     if os.path.isfile(os.path.join(torch_folder(), "lib", "libtorch.so")):
-        exec(INDUCTOR_LINK_FIX)  # see bench/peers_bench.py: Debian's libtorch.so beside PyPI's torch
+        exec(INDUCTOR_LINK_FIX, {})  # see bench/peers_bench.py: Debian's libtorch.so beside PyPI's torch
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     import timm
     import sparsevit
